@@ -1,0 +1,175 @@
+"""Spans and timelines: what happened where, and when, in microseconds.
+
+A :class:`Timeline` is what ``labkit.timing`` records and ``labkit.plot.timeline`` draws: one
+row for the host ("CPU", the API calls made) and one row per stream ("stream 7", the GPU work
+queued there). Times are microseconds from an arbitrary origin; only differences matter.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+SPAN_KINDS = ("api", "launch", "kernel", "memcpy", "memset", "sync", "graph")
+SOURCES = ("cupti", "events", "model")
+CPU_ROW = "CPU"
+
+
+@dataclass(frozen=True)
+class Span:
+    """One interval of activity on one row of a timeline.
+
+    Parameters
+    ----------
+    row : str
+        ``"CPU"`` for host API calls, ``"stream N"`` (or another GPU row name) for device work.
+    name : str
+        What ran: an API function name or a short kernel name.
+    start_us, end_us : float
+        Start and end in microseconds; ``end_us >= start_us``.
+    kind : str
+        One of ``SPAN_KINDS``.
+    correlation_id : int, optional
+        Links a launch on the CPU row to the work it queued (CUPTI's correlation id).
+    graph_id : int, optional
+        Set on device work that a graph launch ran.
+    """
+
+    row: str
+    name: str
+    start_us: float
+    end_us: float
+    kind: str
+    correlation_id: int | None = None
+    graph_id: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in SPAN_KINDS:
+            raise ValueError(
+                f"Span kind {self.kind!r} is not one of {', '.join(SPAN_KINDS)}; "
+                "pick the closest (device work is 'kernel', 'memcpy' or 'memset', host calls "
+                "are 'api', 'launch', 'graph' or 'sync')")
+        if not self.end_us >= self.start_us:  # also catches NaN
+            raise ValueError(
+                f"Span {self.name!r} on {self.row!r} ends before it starts "
+                f"({self.start_us} > {self.end_us} µs); pass start_us first, then end_us")
+
+    @property
+    def duration_us(self) -> float:
+        """Length of the span in microseconds."""
+        return self.end_us - self.start_us
+
+
+def _natural_key(text: str) -> list:
+    # "stream 10" must sort after "stream 2", as Nsight Systems orders its rows.
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+def _merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Union of intervals, sorted; nested calls (a runtime call around its driver call) merge."""
+    merged: list[list[float]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(start, end) for start, end in merged]
+
+
+@dataclass
+class Timeline:
+    """Spans recorded over one region, with where they came from.
+
+    Parameters
+    ----------
+    spans : list of Span
+    source : str
+        ``"cupti"`` (device spans measured by CUPTI), ``"events"`` (device spans bracketed by
+        CUDA event pairs, no CUPTI) or ``"model"`` (the simulator's cost model).
+    note : str
+        Anything the reader of the plot must know (shown on it); may be empty.
+    """
+
+    spans: list[Span] = field(default_factory=list)
+    source: str = "model"
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCES:
+            raise ValueError(
+                f"Timeline source {self.source!r} is not one of {', '.join(SOURCES)}; use "
+                "'cupti' for CUPTI records, 'events' for CUDA event pairs, 'model' for the simulator")
+        self.spans = list(self.spans)
+
+    def rows(self) -> list[str]:
+        """Row names: CPU rows first, then the GPU rows in natural order."""
+        names = {span.row for span in self.spans}
+        cpu = sorted((name for name in names if name.startswith(CPU_ROW)), key=_natural_key)
+        gpu = sorted((name for name in names if not name.startswith(CPU_ROW)), key=_natural_key)
+        return cpu + gpu
+
+    def row_spans(self, row: str) -> list[Span]:
+        """The spans of one row, by start time."""
+        return sorted((s for s in self.spans if s.row == row), key=lambda s: (s.start_us, -s.end_us))
+
+    @property
+    def start_us(self) -> float:
+        """Earliest start of any span (raises ValueError on an empty timeline)."""
+        self._require_spans()
+        return min(span.start_us for span in self.spans)
+
+    @property
+    def end_us(self) -> float:
+        """Latest end of any span (raises ValueError on an empty timeline)."""
+        self._require_spans()
+        return max(span.end_us for span in self.spans)
+
+    def window(self, start_us: float, end_us: float) -> "Timeline":
+        """A new timeline with the spans that overlap ``[start_us, end_us]``, clipped to it.
+
+        Clipping keeps :meth:`gaps` and :meth:`busy_fraction` honest inside the window.
+        """
+        if end_us < start_us:
+            raise ValueError(f"window end {end_us} µs is before its start {start_us} µs")
+        kept = []
+        for span in self.spans:
+            if span.end_us < start_us or span.start_us > end_us:
+                continue
+            kept.append(Span(span.row, span.name, max(span.start_us, start_us),
+                             min(span.end_us, end_us), span.kind,
+                             span.correlation_id, span.graph_id))
+        return Timeline(kept, self.source, self.note)
+
+    def gaps(self, row: str) -> list[tuple[float, float]]:
+        """Idle intervals ``(start_us, end_us)`` between consecutive spans of ``row``.
+
+        Overlapping or nested spans count as one busy stretch; back-to-back spans leave no gap.
+        """
+        busy = _merged([(s.start_us, s.end_us) for s in self.spans if s.row == row])
+        return [(left[1], right[0]) for left, right in zip(busy, busy[1:]) if right[0] > left[1]]
+
+    def busy_fraction(self, row: str, start_us: float | None = None,
+                      end_us: float | None = None) -> float:
+        """Fraction of time ``row`` was busy, between its first start and last end by default.
+
+        Parameters
+        ----------
+        row : str
+        start_us, end_us : float, optional
+            Measure over this interval instead (for example the whole timeline's extent).
+        """
+        spans = [s for s in self.spans if s.row == row]
+        if not spans:
+            raise ValueError(f"row {row!r} has no spans; rows here are {self.rows()}")
+        lo = min(s.start_us for s in spans) if start_us is None else start_us
+        hi = max(s.end_us for s in spans) if end_us is None else end_us
+        if hi <= lo:
+            # A row of zero-length spans has no extent to be idle in.
+            return 1.0
+        clipped = [(max(s.start_us, lo), min(s.end_us, hi)) for s in spans
+                   if s.end_us > lo and s.start_us < hi]
+        busy = sum(end - start for start, end in _merged(clipped))
+        return busy / (hi - lo)
+
+    def _require_spans(self) -> None:
+        if not self.spans:
+            raise ValueError("the timeline has no spans; record a region that does some work")
