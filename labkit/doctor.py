@@ -84,8 +84,13 @@ def check_backend(lk, report: Report) -> None:
         report.problem(f"the backend could not be chosen: {error}",
                        "see the message above; LABKIT_BACKEND=sim always works, on any machine")
         return
-    report.row("backend", getattr(lk, "backend", "unknown (labkit.backend is missing)"))
-    report.row("why", getattr(lk, "backend_reason", "unknown (labkit.backend_reason is missing)"))
+    backend = getattr(lk, "backend", None)
+    report.row("backend", backend or "unknown")
+    report.row("why", getattr(lk, "backend_reason", None) or "unknown")
+    if backend not in ("cuda", "sim"):
+        report.problem(f"labkit did not choose a backend (labkit.backend is {backend!r})",
+                       "this labkit is incomplete or stale: reinstall with `pip install -e .` "
+                       "from the repository root")
 
 
 def check_gpu(lk, report: Report) -> None:

@@ -1,0 +1,113 @@
+"""`capture`: stream capture as a context manager that always ends the capture, and `fork`."""
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from ._errors import CudaError, check
+from ._kernel import stream_handle
+from ._state import rt
+
+__all__ = ["capture", "fork", "Capture"]
+
+_MODES = {
+    "global": rt.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal,
+    "thread_local": rt.cudaStreamCaptureMode.cudaStreamCaptureModeThreadLocal,
+    "relaxed": rt.cudaStreamCaptureMode.cudaStreamCaptureModeRelaxed,
+}
+_active = threading.local()
+
+
+class Capture:
+    """What ``with labkit.capture(stream) as cap`` gives: ``cap.graph`` once the block ends."""
+
+    def __init__(self, stream, mode):
+        self.stream, self.mode = stream, mode
+        self.graph = None
+        self.first_error: CudaError | None = None
+        self.keepalive: list = []
+
+
+@contextlib.contextmanager
+def capture(stream, mode: str = "global"):
+    """Capture the work submitted to ``stream`` into a `labkit.Graph`.
+
+    Parameters
+    ----------
+    stream : labkit.Stream or cudaStream_t
+        A stream you created (the legacy NULL stream cannot be captured).
+    mode : {"global", "thread_local", "relaxed"}
+        Which potentially unsafe calls (allocations, synchronizing calls) are refused while
+        the capture is open.
+
+    The capture is always ended, also when the block raises, so the stream is never left
+    capturing. A Python exception from the block propagates unchanged; if the capture was
+    invalidated, a `CudaError` names the first failing call.
+    """
+    from ._graph import Graph
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {sorted(_MODES)}, got {mode!r}")
+    h = stream_handle(stream)
+    if h in (0, 1):
+        raise CudaError(rt.cudaError_t.cudaErrorStreamCaptureUnsupported,
+                        "cudaStreamBeginCapture on the legacy NULL stream",
+                        hint="the legacy NULL stream cannot be captured: create a stream "
+                             "(labkit.Stream()) and capture that")
+    rt.cudaGetLastError()   # start clean, so a later error is this capture's own
+    check(rt.cudaStreamBeginCapture(h, _MODES[mode]), "cudaStreamBeginCapture")
+    cap = Capture(stream, mode)
+    stack = getattr(_active, "stack", None) or []
+    _active.stack = stack + [cap]
+    body_error = None
+    try:
+        yield cap
+    except BaseException as e:
+        body_error = e
+        if isinstance(e, CudaError) and cap.first_error is None:
+            cap.first_error = e
+        raise
+    finally:
+        _active.stack = stack
+        first = rt.cudaGetLastError()[0]
+        err, graph = rt.cudaStreamEndCapture(h)
+        if int(err) == 0:
+            cap.graph = Graph(graph, keepalive=cap.keepalive)
+        elif body_error is None:
+            cause = cap.first_error
+            if cause is None and int(first) not in (0, int(err)):
+                cause = CudaError(first)
+            where = f"; the first failing call was: {cause}" if cause else ""
+            raise CudaError(err, f"cudaStreamEndCapture{where}") from cause
+
+
+def current_capture():
+    stack = getattr(_active, "stack", None)
+    return stack[-1] if stack else None
+
+
+@contextlib.contextmanager
+def fork(origin, *streams, timing: bool = False):
+    """Fork ``streams`` off ``origin`` and join them back when the block ends.
+
+    Inside a capture this is how several streams become branches of one graph: an event
+    recorded on the origin is waited on by each side stream (the fork); at the end an event
+    recorded on each side stream is waited on by the origin (the join).
+    """
+    from ._streams import Event
+    o = stream_handle(origin)
+    start = Event(timing=timing)
+    check(rt.cudaEventRecord(start.handle, o), "fork: cudaEventRecord on the origin")
+    for s in streams:
+        check(rt.cudaStreamWaitEvent(stream_handle(s), start.handle, 0), "fork: cudaStreamWaitEvent")
+    joins = []
+    try:
+        yield streams
+    finally:
+        for s in streams:
+            e = Event(timing=timing)
+            joins.append(e)
+            err = rt.cudaEventRecord(e.handle, stream_handle(s))[0]
+            if int(err) == 0:
+                rt.cudaStreamWaitEvent(o, e.handle, 0)
+        for e in joins + [start]:
+            e.close()

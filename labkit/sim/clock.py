@@ -1,0 +1,67 @@
+"""The simulator's virtual, deterministic clock.
+
+Host time advances by the calibrated cost of each call; GPU work is placed on per-stream
+timelines. While a trace is open, every host call and every piece of GPU work is recorded as a
+`labkit._spans.Span`, which is how the simulator draws timelines.
+"""
+from __future__ import annotations
+
+from .._calibration import params as _params
+from .._spans import Span
+
+_state = {"host": 0.0, "cpu": 0.0}
+_trace: list | None = None
+_P = None
+
+
+def P(name: str) -> float:
+    """A cost-model figure, in µs (or GB/s, ns for the names that say so)."""
+    global _P
+    if _P is None:
+        _P = _params()
+    return _P[name]
+
+
+def host_us() -> float:
+    return _state["host"]
+
+
+def cpu_us() -> float:
+    return _state["cpu"]
+
+
+def api(name: str, cost_us: float, wait_until: float | None = None) -> None:
+    """Advance the host clock for one call; a synchronizing call also waits for the GPU."""
+    start = _state["host"]
+    end = start + cost_us
+    if wait_until is not None and wait_until > end:
+        end = wait_until
+    _state["host"] = end
+    _state["cpu"] += end - start   # waits spin, as CUDA's default scheduling does
+    if _trace is not None:
+        kind = "sync" if wait_until is not None else (
+            "launch" if name.startswith("launch") else "graph" if name == "cudaGraphLaunch" else "api")
+        _trace.append(Span("CPU", name, start, end, kind))
+
+
+def host_work(cost_us: float) -> None:
+    """Plain Python work on the host that the model charges (e.g. numba's dispatch)."""
+    _state["host"] += cost_us
+    _state["cpu"] += cost_us
+
+
+def gpu_span(stream: int, name: str, start: float, end: float, kind: str) -> None:
+    if _trace is not None:
+        _trace.append(Span(f"stream {stream}", name, start, end, kind))
+
+
+def start_trace() -> list:
+    global _trace
+    _trace = []
+    return _trace
+
+
+def stop_trace() -> list:
+    global _trace
+    out, _trace = _trace or [], None
+    return out
