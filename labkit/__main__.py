@@ -20,6 +20,9 @@ VERBS = {
     "run": "execute the course notebooks and build the browsable site (build/index.html)",
 }
 
+# run gives each kernel its own LABKIT_BACKEND, and doctor reports the error itself.
+NEEDS_THIS_BACKEND = {"bench", "calibrate"}
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -54,6 +57,12 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help()
             return 2
     verb, rest = argv[0], argv[1:]
+    # labkit may hold back a backend error at import when started as `python -m labkit`, so
+    # that doctor can report it; verbs that work on this process's backend must still refuse.
+    error = getattr(sys.modules.get("labkit"), "backend_error", None)
+    if error is not None and verb in NEEDS_THIS_BACKEND:
+        print(f"python -m labkit {verb}: {error}", file=sys.stderr)
+        return 2
     try:
         module = importlib.import_module(f"labkit.{verb}")
     except ModuleNotFoundError as exc:

@@ -1,0 +1,1 @@
+"""Automatic checks for the notebooks' exercises: each says what is wrong, not just False."""
