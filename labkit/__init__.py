@@ -5,7 +5,7 @@ real GPU through cuda-python and numba-cuda; "sim" runs everything on the CPU si
 clock is calibrated on a real GPU. ``labkit.rt`` is the runtime API of the chosen backend, with
 cuda-python's names and ``(err, *values)`` results, so raw-API code runs unchanged on both.
 """
-from ._state import backend, backend_reason, rt, host_us, cpu_us
+from ._state import backend, backend_error, backend_reason, rt, host_us, cpu_us
 from ._errors import CudaError, check, hint_for
 from ._kernel import kernel, Kernel, to_device, device_array, pinned_array, stream_handle
 from ._streams import Stream, Event, synchronize
@@ -13,7 +13,7 @@ from ._capture import capture, fork
 from ._graph import Graph, GraphExec, UpdateResult
 
 __all__ = [
-    "backend", "backend_reason", "rt", "check", "CudaError", "hint_for",
+    "backend", "backend_error", "backend_reason", "rt", "check", "CudaError", "hint_for",
     "kernel", "Kernel", "to_device", "device_array", "pinned_array", "stream_handle",
     "Stream", "Event", "synchronize", "capture", "fork", "Graph", "GraphExec", "UpdateResult",
     "host_us", "cpu_us", "device_name", "provenance",

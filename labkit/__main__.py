@@ -15,7 +15,7 @@ import sys
 # the verb modules (numba, nbclient, matplotlib...) before one is chosen.
 VERBS = {
     "doctor": "check this machine: backend, GPU, versions, calibration; each problem with its fix",
-    "bench": "print host microseconds per graph launch: labkit's wrapper against raw cudaGraphLaunch",
+    "bench": "the chain benchmark: eager vs graph per kernel, each graph phase (--json, --wrapper)",
     "calibrate": "measure the simulator's cost model on a real GPU and save it in the package",
     "run": "execute the course notebooks and build the browsable site (build/index.html)",
 }

@@ -6,13 +6,27 @@ a backend-specific implementation, and they all live here.
 """
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
 
-from ._backend import choose
+from ._backend import BackendError, choose
 
-backend, backend_reason = choose()
+
+def _started_as_cli() -> bool:
+    argv = getattr(sys, "orig_argv", [])
+    return any(a == "-m" and argv[i + 1:i + 2] == ["labkit"] for i, a in enumerate(argv))
+
+
+backend_error = None
+try:
+    backend, backend_reason = choose()
+except BackendError as exc:
+    # `python -m labkit doctor` imports labkit before doctor runs: keep the error for it to report
+    if not _started_as_cli():
+        raise
+    backend, backend_reason, backend_error = "sim", f"no backend: {exc}", exc
 
 if backend == "cuda":
     from cuda.bindings import runtime as rt
