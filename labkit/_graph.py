@@ -10,6 +10,8 @@ from ._state import rt, copy_kernel_node_params
 
 __all__ = ["Graph", "GraphExec", "UpdateResult"]
 
+_scratch = None   # the stream numba prepares node-update launches on, made once
+
 _KIND = {
     "cudaGraphNodeTypeKernel": "kernel", "cudaGraphNodeTypeMemcpy": "memcpy",
     "cudaGraphNodeTypeMemset": "memset", "cudaGraphNodeTypeEmpty": "empty",
@@ -143,8 +145,8 @@ class GraphExec:
         err, info = rt.cudaGraphExecUpdate(self.handle, graph.handle)
         rt.cudaGetLastError()
         if int(err) == 0:
+            # Nodes keep the names of the graph this was instantiated from, even after an update.
             self.graph = graph
-            self._source_nodes = graph.nodes
             self.keepalive = list(graph.keepalive)
             return UpdateResult(0)
         reason = ("the new graph's topology or node types differ from the executable's"
@@ -162,11 +164,13 @@ class GraphExec:
         knodes = [n for n, k in zip(self._source_nodes, _kinds(self._source_nodes)) if k == "kernel"]
         if not 0 <= index < len(knodes):
             raise IndexError(f"kernel node {index} does not exist: the graph has {len(knodes)}")
-        with Stream() as s:
-            with capture(s, mode="relaxed") as cap:
-                kernel[grid, block, s](*args)
-            with cap.graph as scratch:
-                err = copy_kernel_node_params(scratch.nodes[0], self.handle, knodes[index])[0]
+        global _scratch
+        if _scratch is None:
+            _scratch = Stream()
+        with capture(_scratch, mode="relaxed") as cap:
+            kernel[grid, block, _scratch](*args)
+        with cap.graph as scratch:
+            err = copy_kernel_node_params(scratch.nodes[0], self.handle, knodes[index])[0]
         if int(err):
             raise CudaError(err, "setting a kernel node's parameters in the executable graph")
         self.keepalive.append(args)

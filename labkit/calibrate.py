@@ -63,7 +63,7 @@ def measure() -> dict:
     P["kernel_us"] = {"median": kernel_us, "source": "cupti" if kern is not None else "0.8 × graph node"}
     P["graph_node_gap_us"] = {"median": max(gpu.median - kernel_us, 0.0)}
     # host cost of cudaGraphLaunch against graph size
-    sizes, hosts, insts, uploads, updates = [1, 10, 100, 1000], [], [], [], []
+    sizes, hosts, insts, uploads, updates = [1, 10, 100, 200, 1000], [], [], [], []
     for n in sizes:
         gn = _capture_chain(n, x, s)
         gn2 = _capture_chain(n, x, s)

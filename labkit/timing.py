@@ -150,7 +150,12 @@ def timeline(note: str = ""):
     if ok:
         with _cupti.KernelTrace() as tr:
             yield rec
-        rec.timeline = tr.timeline(note=note)
+        tl = tr.timeline(note=note)
+        # CUPTI reports its own set-up calls first: start the picture at the first real work.
+        work = [sp.start_us for sp in tl.spans if sp.kind in ("launch", "graph", "kernel", "memcpy", "memset")]
+        t0 = min(work, default=0.0)
+        rec.timeline = Timeline([Span(sp.row, sp.name, sp.start_us - t0, sp.end_us - t0, sp.kind)
+                                 for sp in tl.spans if sp.end_us >= t0], source="cupti", note=note)
         return
     start, end = check(rt.cudaEventCreate()), check(rt.cudaEventCreate())
     check(rt.cudaEventRecord(start, 0))

@@ -22,6 +22,21 @@ def P(name: str) -> float:
     return _P[name]
 
 
+def C(name: str, nodes: int) -> float:
+    """A size-dependent cost (µs) for a graph of ``nodes`` nodes: the calibration's measured
+    points, interpolated piecewise linearly (extrapolated from the last two beyond them)."""
+    import numpy as np
+    from .._calibration import load
+    entry = load()["params"].get(f"{name}_base_us", {})
+    if isinstance(entry, dict) and "sizes" in entry:
+        xs, ys = np.asarray(entry["sizes"], float), np.asarray(entry["measured"], float)
+        if nodes > xs[-1]:
+            slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
+            return float(ys[-1] + slope * (nodes - xs[-1]))
+        return float(np.interp(nodes, xs, ys))
+    return P(f"{name}_base_us") + P(f"{name}_per_node_us") * nodes
+
+
 def host_us() -> float:
     return _state["host"]
 

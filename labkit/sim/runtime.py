@@ -478,12 +478,13 @@ def cudaStreamEndCapture(stream):
         return (_fail(E.cudaErrorStreamCaptureUnmatched), None)
     if c.thread != threading.get_ident() and c.mode == _MODE.cudaStreamCaptureModeThreadLocal:
         return (_fail(E.cudaErrorStreamCaptureWrongThread), None)
+    tails = {t: list(t.deps) for t in c.streams}   # read before _end clears them
     _end(c)
     if c.status != _STATUS.cudaStreamCaptureStatusActive:
         return (_fail(E.cudaErrorStreamCaptureInvalidated), None)
-    joined = _ancestors(s.deps)
+    joined = _ancestors(tails[s])
     for t in c.streams:
-        if t is not s and any(d not in joined for d in t.deps):
+        if t is not s and any(d not in joined for d in tails[t]):
             return (_fail(E.cudaErrorStreamCaptureUnjoined), None)
     _clock.api("cudaStreamEndCapture", P("end_capture_per_node_us") * len(c.graph.nodes))
     _graphs[c.graph.handle] = c.graph
@@ -808,7 +809,7 @@ def cudaGraphInstantiate(graph, flags=0):
         _invalidate(c)
         return (_fail(E.cudaErrorStreamCaptureUnsupported), None)
     _clock.api("cudaGraphInstantiate",
-               P("instantiate_base_us") + P("instantiate_per_node_us") * len(g.nodes))
+               _clock.C("instantiate", len(g.nodes)))
     x = _Exec(g)
     _execs[x.handle] = x
     return E.cudaSuccess, cudaGraphExec_t(x.handle)
@@ -826,7 +827,7 @@ def cudaGraphExecDestroy(graphExec):
 
 
 def _upload_us(x):
-    return P("upload_base_us") + P("upload_per_node_us") * len(x.nodes)
+    return _clock.C("upload", len(x.nodes))
 
 
 def cudaGraphUpload(graphExec, stream):
@@ -850,7 +851,7 @@ def cudaGraphLaunch(graphExec, stream):
     if s.capture is not None:
         _invalidate(s.capture)
         return (_fail(E.cudaErrorStreamCaptureUnsupported),)
-    host = P("graph_launch_base_us") + P("graph_launch_per_node_us") * len(x.nodes)
+    host = _clock.C("graph_launch", len(x.nodes))
     if not x.uploaded:
         host += _upload_us(x)
         x.uploaded = True
@@ -879,7 +880,7 @@ def cudaGraphExecUpdate(hGraphExec, hGraph):
     if x is None or g is None:
         return (_fail(E.cudaErrorInvalidValue), None)
     _clock.api("cudaGraphExecUpdate",
-               P("exec_update_base_us") + P("exec_update_per_node_us") * len(g.nodes))
+               _clock.C("exec_update", len(g.nodes)))
     if len(g.nodes) != len(x.nodes):
         return (_fail(E.cudaErrorGraphExecUpdateFailure), None)
     index = {n: i for i, n in enumerate(g.nodes)}
@@ -887,7 +888,6 @@ def cudaGraphExecUpdate(hGraphExec, hGraph):
         if xtype != n.type or sorted(xdeps) != sorted(index[d] for d in n.deps):
             return (_fail(E.cudaErrorGraphExecUpdateFailure), None)
     x.nodes = [(n.type, dict(n.payload), [index[d] for d in n.deps]) for n in g.nodes]
-    x.by_source.update({n.handle: i for i, n in enumerate(g.nodes)})
     info = cudaGraphExecUpdateResultInfo()
     info.result = cudaGraphExecUpdateResult.cudaGraphExecUpdateSuccess
     return E.cudaSuccess, info
