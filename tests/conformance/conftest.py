@@ -106,3 +106,16 @@ def res():
         leaks = r.teardown()
     if leaks:
         pytest.fail("test did not clean up: " + "; ".join(leaks), pytrace=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compiled_kernels():
+    # Compile and load the shared kernels outside any capture: on a GPU the first launch JIT-
+    # compiles and loads a module, which must not happen for the first time inside a capture.
+    import numpy as np
+    from kernels import BLOCK, GRID, N, add_one, scale
+    scratch = labkit.to_device(np.zeros(N, np.float32))
+    add_one[GRID, BLOCK](scratch)
+    scale[GRID, BLOCK](scratch)
+    assert rt.cudaDeviceSynchronize()[0] == OK
+    rt.cudaGetLastError()
