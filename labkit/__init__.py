@@ -11,12 +11,15 @@ from ._kernel import kernel, Kernel, to_device, device_array, pinned_array, stre
 from ._streams import Stream, Event, synchronize
 from ._capture import capture, fork
 from ._graph import Graph, GraphExec, UpdateResult
+from .cache import GraphCache
+from ._prepared import prepare, PreparedLaunch
 
 __all__ = [
     "backend", "backend_error", "backend_reason", "rt", "check", "CudaError", "hint_for",
     "kernel", "Kernel", "to_device", "device_array", "pinned_array", "stream_handle",
     "Stream", "Event", "synchronize", "capture", "fork", "Graph", "GraphExec", "UpdateResult",
-    "host_us", "cpu_us", "device_name", "provenance",
+    "host_us", "cpu_us", "device_name", "provenance", "GraphCache",
+    "prepare", "PreparedLaunch",
 ]
 
 

@@ -94,6 +94,11 @@ class Kernel:
                 cap.keepalive.append(args)
         return go
 
+    def prepare(self, grid, block, stream, *args):
+        """Prepare a launch once, launch it many times: see `labkit.prepare`."""
+        from ._prepared import PreparedLaunch
+        return PreparedLaunch(self, grid, block, stream, args)
+
     # ------------------------------------------------------------- the simulator's side
     def execute(self, grid, block, args):
         """Compute the kernel's outputs on the CPU (simulator only)."""

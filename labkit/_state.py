@@ -109,10 +109,11 @@ class SimDeviceArray:
         from ._errors import check
         out = np.empty(self.shape, self.dtype) if ary is None else ary
         h = stream_handle(stream)
-        check(rt.cudaMemcpyAsync(out.ctypes.data, self._addr, self.nbytes,
-                                 rt.cudaMemcpyKind.cudaMemcpyDeviceToHost, h), "copy_to_host")
-        if h == 0:
-            check(rt.cudaStreamSynchronize(0), "copy_to_host")
+        kind = rt.cudaMemcpyKind.cudaMemcpyDeviceToHost
+        if h == 0:    # numba copies synchronously (cuMemcpyDtoH): legal beside a non-blocking capture
+            check(rt.cudaMemcpy(out.ctypes.data, self._addr, self.nbytes, kind), "copy_to_host")
+        else:
+            check(rt.cudaMemcpyAsync(out.ctypes.data, self._addr, self.nbytes, kind, h), "copy_to_host")
         return out
 
     def copy_to_device(self, ary, stream=0):
@@ -122,10 +123,11 @@ class SimDeviceArray:
         if src.nbytes != self.nbytes:
             raise ValueError(f"copy_to_device: {src.nbytes} bytes into an array of {self.nbytes}")
         h = stream_handle(stream)
-        check(rt.cudaMemcpyAsync(self._addr, src.ctypes.data, self.nbytes,
-                                 rt.cudaMemcpyKind.cudaMemcpyHostToDevice, h), "copy_to_device")
+        kind = rt.cudaMemcpyKind.cudaMemcpyHostToDevice
         if h == 0:
-            check(rt.cudaStreamSynchronize(0), "copy_to_device")
+            check(rt.cudaMemcpy(self._addr, src.ctypes.data, self.nbytes, kind), "copy_to_device")
+        else:
+            check(rt.cudaMemcpyAsync(self._addr, src.ctypes.data, self.nbytes, kind, h), "copy_to_device")
 
     def __repr__(self):
         return f"<simulated device array shape={self.shape} dtype={self.dtype}>"

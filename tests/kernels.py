@@ -35,19 +35,18 @@ def scale_reference(grid, block, x):
     x.reshape(-1)[:n] *= np.float32(2.0)
 
 
+@labkit.kernel(reference=add_one_reference)
 @cuda.jit
-def _add_one(x):
+def add_one(x):
     i = cuda.grid(1)
     if i < x.size:
         x[i] += 1.0
 
 
+@labkit.kernel(reference=scale_reference)
 @cuda.jit
-def _scale(x):
+def scale(x):
     i = cuda.grid(1)
     if i < x.size:
         x[i] *= 2.0
 
-
-add_one = labkit.kernel(_add_one, reference=add_one_reference)
-scale = labkit.kernel(_scale, reference=scale_reference)

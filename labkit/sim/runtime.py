@@ -580,12 +580,18 @@ def _run_node(ntype, payload):
     return E.cudaSuccess
 
 
-def launch_kernel(kernel, grid, block, stream, args):
-    """Launch a labkit kernel (called by labkit's kernel wrapper, not by learners)."""
+def launch_kernel(kernel, grid, block, stream, args, launch_us=None):
+    """Launch a labkit kernel (called by labkit's kernel wrapper, not by learners).
+
+    ``launch_us``: host cost of the launch; numba's dispatch by default (a prepared launch
+    passes its own)."""
     s = _stream(stream)
     if s is None:
         return _fail(E.cudaErrorInvalidResourceHandle)
-    cost = P("capture_launch_us") if s.capture is not None else P("numba_launch_us")
+    if launch_us is not None:
+        cost = launch_us
+    else:
+        cost = P("capture_launch_us") if s.capture is not None else P("numba_launch_us")
     return _submit(s, _NT.cudaGraphNodeTypeKernel,
                    {"kernel": kernel, "grid": grid, "block": block, "args": tuple(args),
                     "name": kernel.name}, cost, f"launch {kernel.name}")
