@@ -40,6 +40,12 @@ def _capture_chain(k, x, s):
     return cap.graph
 
 
+def prepared_chain(p, k: int):
+    """The chain through one prepared launch: ``k`` calls, no numba dispatch."""
+    for _ in range(k):
+        p()
+
+
 def measure_chain(k: int = 200, repeat: int = 20) -> dict:
     """The chain benchmark's figures (µs), as `python -m labkit bench --json` reports them."""
     s = labkit.Stream()
@@ -48,6 +54,8 @@ def measure_chain(k: int = 200, repeat: int = 20) -> dict:
     chain(2, x, s)                                      # JIT and module load, before anything is timed
     s.synchronize()
     eager = timing.measure(lambda: chain(k, x, s), sync=s, per=k, repeat=repeat)
+    prep = labkit.prepare(add_one, GRID, BLOCK, s, x)
+    prepared = timing.measure(lambda: prepared_chain(prep, k), sync=s, per=k, repeat=repeat)
     capture = _host(lambda: _capture_chain(k, x, s).close(), s, max(3, repeat // 4), warmup=1)
     g = _capture_chain(k, x, s)
     inst = _host(lambda: g.instantiate().close(), s, max(3, repeat // 4), warmup=1)
@@ -77,6 +85,7 @@ def measure_chain(k: int = 200, repeat: int = 20) -> dict:
         "kernels": k,
         "eager_us_per_kernel": eager.median,
         "graph_us_per_kernel": graph.median,
+        "prepared_us_per_kernel": prepared.median,
         "graph_launch_us": launch.median,
         "capture_us": capture.median,
         "instantiate_us": inst.median,

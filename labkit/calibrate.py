@@ -42,6 +42,10 @@ def measure() -> dict:
     k = 200
     eager = timing.measure(lambda: chain(k, x, s), sync=s, per=k, repeat=30)
     P["numba_launch_us"] = _fig(eager)
+    from labkit.bench import prepared_chain
+    prep = labkit.prepare(add_one, GRID, BLOCK, s, x)
+    prepared_chain(prep, 2); s.synchronize()
+    P["prepared_launch_us"] = _fig(timing.measure(lambda: prepared_chain(prep, k), sync=s, per=k, repeat=30))
     cap = _host(lambda: _capture_chain(k, x, s).close(), s, 10, warmup=1)
     P["capture_launch_us"] = {"median": cap.median / k}
     # GPU time per node of a graph of tiny kernels, and of one kernel
@@ -122,7 +126,7 @@ def measure() -> dict:
     iters = 100_000
     bt = timing.gpu_measure(lambda: busy[1, 32, s](x, iters), s, repeat=5).median
     P["busy_ns_per_iter"] = {"median": (bt - kernel_us) * 1000.0 / iters}
-    P["prepared_launch_us"] = {"median": 4.7, "source": "H200-measurements.md (not measured by this command)"}
+
     props = labkit.check(rt.cudaGetDeviceProperties(0))
     drv = labkit.check(rt.cudaDriverGetVersion())
     rtv = labkit.check(rt.cudaRuntimeGetVersion())

@@ -11,7 +11,7 @@ import labkit
 ROOT = Path(__file__).resolve().parents[1]
 MEASURED = ROOT / "labkit" / "calibration" / "h200-bench.json"
 KEYS = ["eager_us_per_kernel", "graph_us_per_kernel", "graph_launch_us", "capture_us",
-        "instantiate_us", "exec_update_us", "node_update_us"]
+        "instantiate_us", "exec_update_us", "node_update_us", "prepared_us_per_kernel"]
 
 
 @pytest.mark.skipif(labkit.backend != "sim", reason="checks the simulator against the GPU's figures")

@@ -399,7 +399,77 @@ kernels, and the event-measured GPU time per kernel is about the host's launch c
 kernel's run time. The graph pays the host cost once per *graph*, and then the GPU runs the
 kernels back to back. A compiled C++ launch skips numba's Python-side work and is cheaper, but it
 still pays the driver's launch once per kernel.
+"""),
+        md("""
+## Numba's share, measured: prepared launches
 
+How much of an eager launch is numba and how much is the driver? Take numba out of the loop:
+`labkit.prepare(kernel, grid, block, stream, *args)` does numba's per-call work once (typing the
+arguments, finding the compiled kernel, flattening each array into the pointer, shape and stride
+values the kernel receives) and keeps the finished parameter block. Calling the result is then
+a single `cuLaunchKernel`, which is what a C++ `<<<>>>` launch also comes down to. Its arguments
+can be swapped for others of the same dtype and shape (`p(other_x)`); anything else is refused
+rather than launched wrongly.
+
+Three ways to run the same K kernels, each timed until the GPU is done: numba's eager launch,
+the prepared launch, and the graph replay from above.
+"""),
+        code("""
+prep = labkit.prepare(workloads.add_one, 4, 256, s, x)    # numba's work, done once
+
+def prepared_run():
+    for _ in range(K):
+        prep()
+
+xp = labkit.to_device(x0)
+prep(xp); prep(xp); s.synchronize()                      # rebound to xp: check it computes x + 2
+assert np.array_equal(xp.copy_to_host(), x0 + 2)
+prep(x)                                                  # back to x
+
+three = {
+    "eager (numba)": costs["eager: submit + sync"],
+    "prepared launch": timing.measure(prepared_run, sync=s, per=K, warmup=WARMUP, repeat=REPEAT),
+    "graph replay": costs["graph: submit + sync"],
+}
+for name, st in three.items():
+    print(f"{name:16} {st.median:7.2f} µs per kernel")
+numba_share = three["eager (numba)"].median - three["prepared launch"].median
+print(f"numba's dispatch: {numba_share:.2f} µs of each {three['eager (numba)'].median:.2f} µs eager launch "
+      f"({numba_share / three['eager (numba)'].median:.0%})")
+plot.bars(three, ylabel="time per kernel (µs)", log=True,
+          title=f"{K} add_one kernels: numba eager, prepared, graph")
+plt.show()
+assert three["prepared launch"].median < 0.6 * three["eager (numba)"].median, \\
+    "expected a prepared launch to cost well under numba's eager launch"
+assert three["graph replay"].median < three["prepared launch"].median, \\
+    "expected a graph replay to beat even prepared launches per kernel"
+"""),
+        code("""
+xq = labkit.to_device(x0)
+prep_tl = labkit.prepare(workloads.add_one, 4, 256, s, xq)
+prep_tl(); s.synchronize()
+with timing.timeline() as rec_prep:
+    for _ in range(K_TL):
+        prep_tl()
+    s.synchronize()
+fig, axes = plt.subplots(3, 1, figsize=(11, 8), constrained_layout=True)
+plot.timeline(rec_eager.timeline, ax=axes[0], title=f"{K_TL} eager numba launches")
+plot.timeline(rec_prep.timeline, ax=axes[1], title=f"{K_TL} prepared launches")
+plot.timeline(rec_graph.timeline, ax=axes[2], title=f"{K_TL} kernels in one graph launch")
+plt.show()
+if rec_prep.timeline.source != "events":
+    sp = kernel_spans(rec_prep.timeline)
+    print(f"prepared: a kernel starts every {np.median(np.diff([k.start_us for k in sp])):.2f} µs")
+"""),
+        md("""
+Prepared launches remove numba's share but not the driver's: each kernel still costs one
+`cuLaunchKernel` of host time, several times a tiny kernel's run time, so gaps remain, only
+narrower. A graph removes the per-kernel launch itself. Prepared launches are still worth
+knowing: they are the fast path for work that cannot be captured (its shape or its control
+flow changes every time), and they can be captured too, becoming ordinary kernel nodes.
+"""),
+
+        md("""
 ## When the GPU is the bottleneck
 
 Now make each kernel long: `workloads.busy(x, iters)` loops `iters` times per thread. First find
@@ -452,6 +522,8 @@ remove launch overhead; when there is none left to see, it has nothing to give.
 
 * Eager launches from Python cost the host a roughly fixed time per kernel, mostly numba's
   dispatch; with tiny kernels the GPU sits idle between them.
+* Most of an eager numba launch is numba's own dispatch: a prepared launch (`labkit.prepare`)
+  does that work once and costs about a C++ launch, but still one launch per kernel.
 * A graph pays the host cost once per launch, so its cost per kernel falls with K toward the
   GPU's own time per kernel.
 * Submitting vs finishing tells you who the bottleneck is: if submit ≈ submit + sync, it is the
