@@ -121,6 +121,7 @@ class GraphExec:
     def __init__(self, handle, graph: Graph):
         self.handle, self.graph = handle, graph
         self._source_nodes = graph.nodes   # the nodes that name this executable's nodes
+        self._kernel_nodes = None          # found on the first set_kernel_args, then kept
         self.keepalive = list(graph.keepalive)
 
     def __int__(self):
@@ -161,7 +162,10 @@ class GraphExec:
         """
         from ._capture import capture
         from ._streams import Stream
-        knodes = [n for n, k in zip(self._source_nodes, _kinds(self._source_nodes)) if k == "kernel"]
+        if self._kernel_nodes is None:     # one cudaGraphNodeGetType per node: do it once
+            self._kernel_nodes = [n for n, k in zip(self._source_nodes, _kinds(self._source_nodes))
+                                  if k == "kernel"]
+        knodes = self._kernel_nodes
         if not 0 <= index < len(knodes):
             raise IndexError(f"kernel node {index} does not exist: the graph has {len(knodes)}")
         global _scratch
@@ -170,7 +174,8 @@ class GraphExec:
         with capture(_scratch, mode="relaxed") as cap:
             kernel[grid, block, _scratch](*args)
         with cap.graph as scratch:
-            err = copy_kernel_node_params(scratch.nodes[0], self.handle, knodes[index])[0]
+            src = check(rt.cudaGraphGetNodes(scratch.handle, 1), "cudaGraphGetNodes")[0][0]
+            err = copy_kernel_node_params(src, self.handle, knodes[index])[0]
         if int(err):
             raise CudaError(err, "setting a kernel node's parameters in the executable graph")
         self.keepalive.append(args)

@@ -27,7 +27,7 @@ def test_prepared_saxpy_equals_numbas_launch_on_random_inputs(s, seed):
     p()
     s.synchronize()
     np.testing.assert_array_equal(out_prep.copy_to_host(), out_numba.copy_to_host())
-    np.testing.assert_allclose(out_prep.copy_to_host(), a * x + y, rtol=1e-6)
+    np.testing.assert_allclose(out_prep.copy_to_host(), a * x + y, rtol=1e-5, atol=1e-6)  # the GPU fuses a*x+y
 
 
 def test_repeated_calls_launch_each_time_and_rebind_switches_buffers(s):

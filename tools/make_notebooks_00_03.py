@@ -456,6 +456,9 @@ fig, axes = plt.subplots(3, 1, figsize=(11, 8), constrained_layout=True)
 plot.timeline(rec_eager.timeline, ax=axes[0], title=f"{K_TL} eager numba launches")
 plot.timeline(rec_prep.timeline, ax=axes[1], title=f"{K_TL} prepared launches")
 plot.timeline(rec_graph.timeline, ax=axes[2], title=f"{K_TL} kernels in one graph launch")
+xmax = max(a.get_xlim()[1] for a in axes)
+for a in axes:
+    a.set_xlim(0, xmax)                                   # one time axis: lengths compare directly
 plt.show()
 if rec_prep.timeline.source != "events":
     sp = kernel_spans(rec_prep.timeline)
