@@ -122,6 +122,7 @@ class GraphExec:
         self.handle, self.graph = handle, graph
         self._source_nodes = graph.nodes   # the nodes that name this executable's nodes
         self._kernel_nodes = None          # found on the first set_kernel_args, then kept
+        self._stream, self._stream_h = None, None
         self.keepalive = list(graph.keepalive)
 
     def __int__(self):
@@ -129,7 +130,11 @@ class GraphExec:
 
     def launch(self, stream):
         """Submit the whole graph to ``stream`` with one ``cudaGraphLaunch``."""
-        err = rt.cudaGraphLaunch(self.handle, stream_handle(stream))[0]
+        if stream is not self._stream:       # the raw handle is worked out once per stream:
+            self._stream = stream            # this call is the hot path of every replay loop
+            h = getattr(stream, "handle", None)
+            self._stream_h = h if h is not None and not isinstance(stream, int) else stream_handle(stream)
+        err, = rt.cudaGraphLaunch(self.handle, self._stream_h)
         if err:
             raise CudaError(err, "cudaGraphLaunch")
 

@@ -37,6 +37,7 @@ def measure() -> dict:
         raise SystemExit("calibrate measures a real GPU: run it with LABKIT_BACKEND=cuda on a GPU host")
     s = labkit.Stream()
     x = labkit.to_device(np.zeros(N, np.float32))
+    y = labkit.to_device(np.zeros(N, np.float32))
     chain(2, x, s); busy[1, 32, s](x, 10); s.synchronize()
     P = {}
     k = 200
@@ -60,7 +61,7 @@ def measure() -> dict:
     sizes, hosts, insts, uploads, updates = [1, 10, 100, 200, 1000], [], [], [], []
     for n in sizes:
         gn = _capture_chain(n, x, s)
-        gn2 = _capture_chain(n, x, s)
+        gn2 = _capture_chain(n, y, s)      # other buffers: an update that changes every node
         insts.append(_host(lambda: gn.instantiate().close(), s, 5, warmup=1).median)
         en = gn.instantiate()
         t0 = labkit.host_us(); en.launch(s); s.synchronize(); first = labkit.host_us() - t0
