@@ -1,31 +1,9 @@
 """Write notebooks 04 and 05 and their solutions (outputs stripped). Run: python tools/gen_nb04_05.py"""
+import sys
 from pathlib import Path
 
-import nbformat as nbf
-
-ROOT = Path(__file__).resolve().parents[1] / "notebooks"
-
-
-def md(text):
-    return nbf.v4.new_markdown_cell(text.strip("\n"))
-
-
-def code(text, tags=()):
-    c = nbf.v4.new_code_cell(text.strip("\n"))
-    if tags:
-        c.metadata["tags"] = list(tags)
-    return c
-
-
-def write(name, cells):
-    nb = nbf.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
-    nb.cells = cells
-    path = ROOT / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbf.write(nb, path)
-    print("wrote", path)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nbgen import code, md, write  # noqa: E402
 
 
 HEADER = """

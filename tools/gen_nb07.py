@@ -1,4 +1,8 @@
-import nbformat as nbf
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nbgen import write  # noqa: E402
 from nbformat.v4 import new_markdown_cell as M, new_code_cell as C
 
 
@@ -161,12 +165,6 @@ def build(model, stream, k):
     return out
 
 
-def build(solution):
-    nb = nbf.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
-    nb.cells = cells(solution)
-    return nb
-
-nbf.write(build(False), "/work/main/notebooks/07_capstone_decode.ipynb")
-nbf.write(build(True), "/work/main/notebooks/solutions/07_capstone_decode_solution.ipynb")
+if __name__ == "__main__":
+    write("07_capstone_decode.ipynb", cells(False))
+    write("solutions/07_capstone_decode_solution.ipynb", cells(True))
