@@ -56,11 +56,11 @@ def measure_chain(k: int = 200, repeat: int = 20) -> dict:
     eager = timing.measure(lambda: chain(k, x, s), sync=s, per=k, repeat=repeat)
     prep = labkit.prepare(add_one, GRID, BLOCK, s, x)
     prepared = timing.measure(lambda: prepared_chain(prep, k), sync=s, per=k, repeat=repeat)
-    capture = _host(lambda: _capture_chain(k, x, s).close(), s, max(3, repeat // 4), warmup=1)
+    capture = _host(lambda: _capture_chain(k, x, s).close(), s, max(5, repeat // 2), warmup=1)
     g = _capture_chain(k, x, s)
-    inst = _host(lambda: g.instantiate().close(), s, max(3, repeat // 4), warmup=1)
+    inst = _host(lambda: g.instantiate().close(), s, max(5, repeat // 2), warmup=1)
     firsts = []
-    for _ in range(max(3, repeat // 4)):
+    for _ in range(max(5, repeat // 2)):
         ex = g.instantiate()
         t0 = labkit.host_us()
         ex.launch(s)
@@ -72,7 +72,7 @@ def measure_chain(k: int = 200, repeat: int = 20) -> dict:
     launch = _host(lambda: ex.launch(s), s, repeat)
     g2 = _capture_chain(k, y, s)
     upd = []
-    for i in range(max(3, repeat // 4)):
+    for i in range(max(5, repeat // 2)):
         t0 = labkit.host_us()
         r = ex.update(g2 if i % 2 == 0 else g)
         upd.append(labkit.host_us() - t0)

@@ -62,14 +62,14 @@ def measure() -> dict:
     for n in sizes:
         gn = _capture_chain(n, x, s)
         gn2 = _capture_chain(n, y, s)      # other buffers: an update that changes every node
-        insts.append(_host(lambda: gn.instantiate().close(), s, 5, warmup=1).median)
+        insts.append(_host(lambda: gn.instantiate().close(), s, 15, warmup=2).median)
         en = gn.instantiate()
         t0 = labkit.host_us(); en.launch(s); s.synchronize(); first = labkit.host_us() - t0
         steady = timing.measure(lambda: en.launch(s), sync=s, repeat=10).median
         uploads.append(max(first - steady, 0.0))
-        hosts.append(_host(lambda: en.launch(s), s, 30).median)
+        hosts.append(_host(lambda: en.launch(s), s, 100).median)
         ups = []
-        for i in range(6):
+        for i in range(16):
             t0 = labkit.host_us(); en.update(gn2 if i % 2 == 0 else gn); ups.append(labkit.host_us() - t0)
         updates.append(float(np.median(ups)))
         en.close(); gn.close(); gn2.close()
@@ -78,7 +78,7 @@ def measure() -> dict:
         base, per = _fit(sizes, vals)
         P[f"{name}_base_us"] = {"median": base, "sizes": sizes, "measured": vals}
         P[f"{name}_per_node_us"] = {"median": per}
-    P["node_update_us"] = _fig(_host(lambda: ex.set_kernel_args(0, add_one, GRID, BLOCK, x), s, 30))
+    P["node_update_us"] = _fig(_host(lambda: ex.set_kernel_args(0, add_one, GRID, BLOCK, x), s, 60))
     # small API calls
     ev = labkit.Event()
     P["api_us"] = _fig(_host(lambda: rt.cudaEventRecord(ev.handle, s.handle), s, 200))
