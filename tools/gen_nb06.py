@@ -190,8 +190,11 @@ reused, it buys nothing — or costs more:
 
 1. **One long kernel:** the launch is a tiny fraction of the kernel's run time.
 2. **A one-kernel graph used once:** capture + instantiate costs more than the launch it saves.
-3. **A topology that changes every request:** re-capturing and instantiating per request is
-   more host work than launching eagerly."""),
+3. **A topology that changes every request:** re-capturing and instantiating per request
+   gains little or nothing. With numba, recording a launch into a capture costs the host nearly
+   as much as launching it (the dispatch is the same), and instantiate and one launch come on top;
+   on the H200 the two came out within about a third of each other, in either order from one run
+   to the next. The graph's advantage, paying the launches once and replaying many times, is gone."""),
 C("""ITERS = 1_000_000              # milliseconds of GPU work per launch
 xl = labkit.to_device(np.zeros(1024, np.float32))
 busy[4, 256, stream](xl, ITERS); stream.synchronize()
@@ -233,7 +236,8 @@ def changing_recapture():
         ex.launch(stream); stream.synchronize()
 cr = timing.measure(changing_recapture, repeat=SZ["repeat"])
 print(f"changing topology: eager {ce.median:.0f} µs, re-capture per request {cr.median:.0f} µs")
-assert cr.median > ce.median
+print(f"re-capture per request / eager: {cr.median / ce.median:.2f}")
+assert cr.median > 0.5 * ce.median, "expected re-capturing per request to save little over eager"
 plot.bars({"long: eager": le, "long: graph": lg, "1 kernel: eager": oe, "1 kernel: new graph": og,
            "varying: eager": ce, "varying: re-capture": cr}, log=True,
           ylabel="time per request (µs)", title="06-5 Where a graph does not pay");"""),
