@@ -153,6 +153,23 @@ def test_run_all_in_jupyterlab_renders_the_figure_without_errors(browser_tools, 
     assert shot.stat().st_size > 10_000
 
 
+def _dismiss_dialogs(page) -> None:
+    """Accept any modal JupyterLab dialog (a kernel choice, a notice) that would swallow clicks.
+
+    Seen in CI once: a jp-Dialog intercepted the click on the Run menu for 45 s. Accepting takes
+    the dialog's default (for a kernel choice, the notebook's own python3 kernel)."""
+    for _ in range(3):
+        dialog = page.locator(".jp-Dialog")
+        if not dialog.count() or not dialog.first.is_visible():
+            return
+        accept = dialog.locator(".jp-Dialog-button.jp-mod-accept")
+        if accept.count():
+            accept.first.click()
+        else:
+            page.keyboard.press("Escape")
+        page.wait_for_timeout(300)
+
+
 def _run_all_and_check(page, expect, url: str, root: Path) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -168,6 +185,7 @@ def _run_all_and_check(page, expect, url: str, root: Path) -> None:
     started = "() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]" \
               ".some(p => /\\[[\\d*]+\\]/.test(p.textContent))"
     for attempt in range(6):
+        _dismiss_dialogs(page)
         page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
         page.locator(".lm-Menu-item", has_text=re.compile(r"^Run All Cells")).click()
         try:
