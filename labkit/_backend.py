@@ -73,4 +73,11 @@ def choose() -> tuple[str, str]:
             "before numba.cuda (or set LABKIT_BACKEND to match)")
     if backend == "sim":
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    # The course launches tiny grids on purpose (launch cost is the subject); numba's warning
+    # about grids under 128 blocks would fill every GPU output. Set it to 1 to see them.
+    if "NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS" not in os.environ:
+        os.environ["NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS"] = "0"
+        config = sys.modules.get("numba.cuda.core.config")
+        if config is not None:
+            config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
     return backend, reason

@@ -22,7 +22,7 @@ from labkit._spans import SPAN_KINDS, Timeline
 from labkit.stats import Stats
 
 __all__ = [
-    "style", "color_for", "breakeven", "timeline", "per_kernel_cost", "phase_costs",
+    "style", "color_for", "colors_for", "breakeven", "timeline", "per_kernel_cost", "phase_costs",
     "amortization", "latency_cdf", "latency_hist", "graph_dag", "bars", "savefig",
 ]
 
@@ -108,6 +108,20 @@ def color_for(label: str, index: int = 0) -> str:
         if name in key:
             return colour
     return _OTHER_COLORS[index % len(_OTHER_COLORS)]
+
+
+def colors_for(labels) -> list[str]:
+    """One colour per label, as `color_for` gives, but never the same colour twice in a plot
+    ("graph" and "graph (padded)" would both be the graph colour: the second gets its own)."""
+    out, used = [], set()
+    for index, label in enumerate(labels):
+        colour = color_for(label, index)
+        if colour in used:
+            free = [c for c in _OTHER_COLORS if c not in used]
+            colour = free[0] if free else _OTHER_COLORS[index % len(_OTHER_COLORS)]
+        used.add(colour)
+        out.append(colour)
+    return out
 
 
 def _provenance(provenance: str | None) -> str:
@@ -266,13 +280,14 @@ def per_kernel_cost(ks: Sequence[float], series: Mapping[str, Sequence], ax=None
     ks = np.asarray(ks, dtype=float)
     with style():
         ax = _new_axes(ax, (7, 4.5))
+        palette = colors_for(series)
         for index, (label, values) in enumerate(series.items()):
             values = list(values)
             if len(values) != len(ks):
                 raise ValueError(f"series {label!r} has {len(values)} values for {len(ks)} K's; "
                                  "give one value per entry of ks")
             centre, lo, hi = _centre_and_band(values)
-            colour = color_for(label, index)
+            colour = palette[index]
             ax.plot(ks, centre, marker="o", color=colour, label=label)
             if lo is not None:
                 ax.fill_between(ks, lo, hi, color=colour, alpha=0.2, linewidth=0)
@@ -306,13 +321,14 @@ def phase_costs(sizes: Sequence[float], phases: Mapping[str, Sequence], ax=None,
     sizes = np.asarray(sizes, dtype=float)
     with style():
         ax = _new_axes(ax, (7, 4.5))
+        palette = colors_for(phases)
         for index, (name, values) in enumerate(phases.items()):
             values = list(values)
             if len(values) != len(sizes):
                 raise ValueError(f"phase {name!r} has {len(values)} values for {len(sizes)} "
                                  "sizes; give one value per size")
             centre, lo, hi = _centre_and_band(values)
-            colour = color_for(name, index)
+            colour = palette[index]
             ax.plot(sizes, centre, marker="o", color=colour, label=name)
             if lo is not None:
                 ax.fill_between(sizes, lo, hi, color=colour, alpha=0.2, linewidth=0)
@@ -444,10 +460,11 @@ def latency_cdf(stats_by_label: Mapping[str, object], ax=None,
     with style():
         ax = _new_axes(ax, (7, 4.5))
         unit = "µs"
+        palette = colors_for(stats_by_label)
         for index, (label, value) in enumerate(stats_by_label.items()):
             st = _as_stats(label, value)
             unit = st.unit
-            colour = color_for(label, index)
+            colour = palette[index]
             xs = np.sort(st.samples)
             ys = np.arange(1, st.n + 1) / st.n
             ax.step(xs, ys, where="post", color=colour, label=_pct_label(label, st))
@@ -501,9 +518,10 @@ def latency_hist(stats_by_label: Mapping[str, object], ax=None, bins: int = 50,
     with style():
         ax = _new_axes(ax, (7, 4.5))
         unit = "µs"
+        palette = colors_for(all_stats)
         for index, (label, st) in enumerate(all_stats.items()):
             unit = st.unit
-            colour = color_for(label, index)
+            colour = palette[index]
             ax.hist(st.samples, bins=edges, color=colour, alpha=0.35, label=_pct_label(label, st))
             ax.hist(st.samples, bins=edges, color=colour, histtype="step", linewidth=1)
             for q, _, linestyle in _PCT_MARKS:
@@ -628,7 +646,7 @@ def bars(values: Mapping[str, object], ax=None, ylabel: str = "µs", log: bool =
     with style():
         ax = _new_axes(ax, (max(4.5, 1.2 * len(labels) + 2), 4.5))
         x = np.arange(len(labels))
-        ax.bar(x, heights, color=[color_for(label, i) for i, label in enumerate(labels)],
+        ax.bar(x, heights, color=colors_for(labels),
                yerr=[np.zeros(len(labels)), upper] if has_whiskers else None, capsize=4)
         for xi, height, up in zip(x, heights, upper):
             ax.annotate(_fmt(height), xy=(xi, height + up), xytext=(0, 3),

@@ -323,3 +323,12 @@ def test_savefig_writes_a_png_and_makes_folders(tmp_path):
     ax = plot.bars({"eager": 5.0}, provenance=PROV)
     path = plot.savefig(ax, tmp_path / "figs" / "bars.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_series_of_one_plot_never_share_a_colour():
+    labels = ["eager", "graph (exact)", "graph (padded)", "graph launch"]
+    colours = plot.colors_for(labels)
+    assert colours[:2] == [plot.SERIES_COLORS["eager"], plot.SERIES_COLORS["graph"]]
+    assert len(set(colours)) == len(labels), colours
+    ax = plot.bars({label: 1.0 + i for i, label in enumerate(labels)}, provenance=PROV)
+    assert len({tuple(p.get_facecolor()) for p in ax.patches}) == len(labels)
