@@ -10,6 +10,8 @@ from ._state import rt
 
 __all__ = ["capture", "fork", "Capture"]
 
+_scratch = None   # the stream numba prepares single launches on (see scratch_kernel_node), made once
+
 _MODES = {
     "global": rt.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal,
     "thread_local": rt.cudaStreamCaptureMode.cudaStreamCaptureModeThreadLocal,
@@ -78,6 +80,25 @@ def capture(stream, mode: str = "global"):
                 cause = CudaError(first)
             where = f"; the first failing call was: {cause}" if cause else ""
             raise CudaError(err, f"cudaStreamEndCapture{where}") from cause
+
+
+@contextlib.contextmanager
+def scratch_kernel_node(kernel, grid, block, args):
+    """The kernel node numba makes for ``kernel[grid, block](*args)``, valid inside the block.
+
+    numba flattens each array into several kernel parameters; rather than rebuild that layout,
+    labkit lets numba prepare one launch, captured (relaxed mode) on a scratch stream, and
+    yields the scratch graph's single node so the caller can copy its parameters. The scratch
+    graph is destroyed when the block ends: callers keep ``args`` alive themselves.
+    """
+    from ._streams import Stream
+    global _scratch
+    if _scratch is None:
+        _scratch = Stream()
+    with capture(_scratch, mode="relaxed") as cap:
+        kernel[grid, block, _scratch](*args)
+    with cap.graph as scratch:
+        yield check(rt.cudaGraphGetNodes(scratch.handle, 1), "cudaGraphGetNodes")[0][0]
 
 
 def current_capture():

@@ -10,8 +10,6 @@ from ._state import rt, copy_kernel_node_params
 
 __all__ = ["Graph", "GraphExec", "UpdateResult"]
 
-_scratch = None   # the stream numba prepares node-update launches on, made once
-
 _KIND = {
     "cudaGraphNodeTypeKernel": "kernel", "cudaGraphNodeTypeMemcpy": "memcpy",
     "cudaGraphNodeTypeMemset": "memset", "cudaGraphNodeTypeEmpty": "empty",
@@ -130,10 +128,12 @@ class GraphExec:
 
     def launch(self, stream):
         """Submit the whole graph to ``stream`` with one ``cudaGraphLaunch``."""
-        if stream is not self._stream:       # the raw handle is worked out once per stream:
-            self._stream = stream            # this call is the hot path of every replay loop
+        # The raw handle is worked out once per stream: this call is the hot path of every
+        # replay loop. A closed labkit.Stream (handle None) goes to stream_handle, which says so.
+        if stream is not self._stream or getattr(stream, "handle", 0) is None:
             h = getattr(stream, "handle", None)
             self._stream_h = h if h is not None and not isinstance(stream, int) else stream_handle(stream)
+            self._stream = stream
         err, = rt.cudaGraphLaunch(self.handle, self._stream_h)
         if err:
             raise CudaError(err, "cudaGraphLaunch")
@@ -165,33 +165,18 @@ class GraphExec:
         numba prepares the arguments by launching ``kernel`` into a scratch capture; that node's
         parameters are copied into this executable's node. Only this node changes.
         """
-        from ._capture import capture
-        from ._streams import Stream
+        from ._capture import scratch_kernel_node
         if self._kernel_nodes is None:     # one cudaGraphNodeGetType per node: do it once
             self._kernel_nodes = [n for n, k in zip(self._source_nodes, _kinds(self._source_nodes))
                                   if k == "kernel"]
         knodes = self._kernel_nodes
         if not 0 <= index < len(knodes):
             raise IndexError(f"kernel node {index} does not exist: the graph has {len(knodes)}")
-        from ._state import backend, host_us
-        t0 = host_us()
-        global _scratch
-        if _scratch is None:
-            _scratch = Stream()
-        with capture(_scratch, mode="relaxed") as cap:
-            kernel[grid, block, _scratch](*args)
-        with cap.graph as scratch:
-            src = check(rt.cudaGraphGetNodes(scratch.handle, 1), "cudaGraphGetNodes")[0][0]
+        with scratch_kernel_node(kernel, grid, block, args) as src:
             err = copy_kernel_node_params(src, self.handle, knodes[index])[0]
         if int(err):
             raise CudaError(err, "setting a kernel node's parameters in the executable graph")
         self.keepalive.append(args)
-        if backend == "sim":
-            # The simulated calls above cost less than the whole takes on a GPU (numba's
-            # argument preparation inside a capture, the driver's parameter copy): the
-            # simulator charges the calibrated cost of the whole operation.
-            from .sim import clock
-            clock.host_work(max(0.0, rt.P("node_update_us") - (host_us() - t0)))
 
     def close(self):
         if self.handle is not None:

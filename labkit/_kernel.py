@@ -21,6 +21,9 @@ def stream_handle(stream) -> int:
     if stream is None:
         return 0
     if hasattr(stream, "handle") and not isinstance(stream, int):
+        if stream.handle is None:   # a closed labkit.Stream: its old handle may be reused
+            raise ValueError("the stream was closed (by close() or the end of its with block): "
+                             "submit work to an open labkit.Stream")
         stream = stream.handle
     try:
         return int(stream)

@@ -184,6 +184,7 @@ def copy_kernel_node_params(src_node, exec_handle, dst_node):
     lets numba prepare a launch (captured into a scratch graph) and copies that node's
     parameters. On a GPU this goes through the driver API: the runtime's
     cudaGraphKernelNodeGetParams refuses nodes that numba-cuda launched through cuda.core.
+    The simulator's copy also charges the calibrated cost of the whole node update.
     """
     if backend == "cuda":
         from cuda.bindings import driver
@@ -191,7 +192,4 @@ def copy_kernel_node_params(src_node, exec_handle, dst_node):
         if int(err) != 0:
             return (err,)
         return driver.cuGraphExecKernelNodeSetParams(exec_handle, dst_node, params)
-    err, params = rt.cudaGraphKernelNodeGetParams(src_node)
-    if int(err) != 0:
-        return (err,)
-    return rt.cudaGraphExecKernelNodeSetParams(exec_handle, dst_node, params)
+    return rt.copy_kernel_node_params(src_node, exec_handle, dst_node)

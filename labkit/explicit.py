@@ -19,8 +19,6 @@ from ._kernel import _dims
 
 __all__ = ["new_graph", "add_empty_node", "add_memcpy_node", "add_kernel_node", "chain_graph"]
 
-_scratch = None   # the stream numba prepares kernel-node launches on, made once
-
 
 def new_graph():
     """An empty `labkit.Graph` made with ``cudaGraphCreate``."""
@@ -71,15 +69,9 @@ def add_kernel_node(graph, deps, kernel, grid, block, *args):
         return check(_state.rt.add_kernel_node(graph.handle, deps, kernel, _dims(grid),
                                                _dims(block), args), "adding a kernel node")
     from cuda.bindings import driver
-    from ._capture import capture
-    from ._streams import Stream
-    global _scratch
-    if _scratch is None:
-        _scratch = Stream()
-    with capture(_scratch, mode="relaxed") as cap:
-        kernel[grid, block, _scratch](*args)
-    with cap.graph as scratch:
-        err, params = driver.cuGraphKernelNodeGetParams(scratch.nodes[0])
+    from ._capture import scratch_kernel_node
+    with scratch_kernel_node(kernel, grid, block, args) as src:
+        err, params = driver.cuGraphKernelNodeGetParams(src)
         if int(err):
             raise CudaError(err, "cuGraphKernelNodeGetParams (reading numba's prepared launch)")
         # The driver copies the parameter buffer into the new node, so the scratch graph may go.

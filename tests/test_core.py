@@ -130,6 +130,20 @@ def test_node_update_after_a_whole_graph_update_still_finds_its_node():
     assert x.copy_to_host()[0] == 1 and y.copy_to_host()[0] == 1 and z.copy_to_host()[0] == 1
 
 
+@pytest.mark.skipif(labkit.backend != "sim", reason="the simulator's cost model")
+def test_a_simulated_node_update_costs_the_calibrated_node_update_us_in_all():
+    s = labkit.Stream()
+    x, y = (labkit.to_device(np.zeros(1024, np.float32)) for _ in range(2))
+    with labkit.capture(s) as cap:
+        w.chain(2, x, s)
+    ex = cap.graph.instantiate()
+    ex.set_kernel_args(0, w.add_one, 4, 256, y)    # the scratch stream is made once, here
+    t0 = labkit.host_us()
+    ex.set_kernel_args(1, w.add_one, 4, 256, y)
+    assert labkit.host_us() - t0 == pytest.approx(labkit.rt.P("node_update_us"), rel=1e-9)
+    ex.close(); cap.graph.close(); s.close()
+
+
 def test_bench_json_has_exactly_the_documented_keys():
     r = subprocess.run([sys.executable, "-m", "labkit", "bench", "--json", "--kernels", "50",
                         "--repeat", "5"], capture_output=True, text=True, cwd=ROOT)

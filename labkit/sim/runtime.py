@@ -11,6 +11,9 @@ What it does not do, and says so loudly:
 * sticky (context-corrupting) errors: a bad address fails the one call, not the process;
 * SM contention: kernels on different streams overlap fully in the model.
 
+Host costs are charged per call, with one composite: `copy_kernel_node_params` (labkit's node
+update) brings the whole update, scratch capture included, to the calibrated ``node_update_us``.
+
 Data is computed when work is submitted (in host program order), which is one valid order
 for a correctly synchronized program; timing comes from `labkit.sim.clock`.
 """
@@ -951,6 +954,27 @@ def cudaGraphExecKernelNodeSetParams(hGraphExec, node, pNodeParams):
     ntype, _, deps = x.nodes[i]
     x.nodes[i] = (ntype, _payload(pNodeParams), deps)
     return _OK
+
+
+def copy_kernel_node_params(src_node, hGraphExec, node):
+    """Give ``node`` of an executable the parameters of kernel node ``src_node`` (labkit's
+    `GraphExec.set_kernel_args` calls this, right after capturing one launch on a scratch stream).
+
+    A composite cost: on a GPU the node update is mostly numba preparing the arguments inside
+    that capture and the driver's parameter copy, which the simulated calls cost far less
+    than. This charges the calibrated ``node_update_us`` of the whole, less what the scratch
+    capture's calls (begin, one captured launch, end of a one-node graph) and the parameter
+    copy already charged, so the whole update costs ``node_update_us``.
+    """
+    err, params = cudaGraphKernelNodeGetParams(src_node)
+    if err != E.cudaSuccess:
+        return (err,)
+    err, = cudaGraphExecKernelNodeSetParams(hGraphExec, node, params)
+    if err == E.cudaSuccess:
+        charged = (P("begin_capture_us") + P("capture_launch_us") + P("end_capture_per_node_us")
+                   + P("api_us"))
+        _clock.host_work(max(0.0, P("node_update_us") - charged))
+    return (err,)
 
 
 def __getattr__(name):

@@ -709,6 +709,26 @@ def test_set_kernel_args_redirects_only_that_kernel_node(res):
     np.testing.assert_array_equal(y.copy_to_host(), full(1))
 
 
+def test_launching_an_executable_on_a_closed_stream_is_refused_and_another_stream_works(res):
+    """labkit's own check, before any CUDA call: the executable remembers the raw handle of
+    the stream it last launched on, and a closed stream's old handle must not be reused."""
+    x = dev()
+    s = labkit.Stream()
+    with labkit.capture(s) as cap:
+        add_one[GRID, BLOCK, s](x)
+    with cap.graph as g, g.instantiate() as ex:
+        ex.launch(s)
+        s.synchronize()
+        s.close()
+        with pytest.raises(ValueError, match=r"^the stream was closed \(by close\(\) or the end "
+                                             r"of its with block\): submit work to an open"):
+            ex.launch(s)
+        with labkit.Stream() as s2:
+            ex.launch(s2)
+            s2.synchronize()
+    np.testing.assert_array_equal(x.copy_to_host(), full(2))
+
+
 # ------------------------------------------------------------------ labkit.capture
 
 def test_labkit_capture_ends_the_capture_when_the_body_raises(res):
