@@ -558,7 +558,8 @@ def _node_gpu_us(ntype, payload):
     if ntype == _NT.cudaGraphNodeTypeMemcpy:
         on_device = payload["kind"] == cudaMemcpyKind.cudaMemcpyDeviceToDevice
         bw = P("device_GBps") if on_device else P("memcpy_GBps")
-        return P("memcpy_latency_us") * (0.2 if on_device else 1) + payload["count"] / (bw * 1e3)
+        traffic = payload["count"] * (2 if on_device else 1)   # on the device: read + write
+        return P("memcpy_latency_us") * (0.2 if on_device else 1) + traffic / (bw * 1e3)
     if ntype == _NT.cudaGraphNodeTypeMemset:
         return P("kernel_us") + payload["count"] / (P("device_GBps") * 1e3)
     return 0.0
