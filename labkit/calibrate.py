@@ -139,10 +139,13 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
             for _ in range(times):
                 rt.cudaMemcpyAsync(d, sp, n, kind, s.handle)
         return go
-    P["memcpy_latency_us"] = {"median": timing.gpu_measure(copies(dsmall, small, 4096, H2D, 20), s,
-                                                           repeat=30, per=20).median}
     bw = timing.gpu_measure(copies(dbig, big, big.nbytes, H2D, 1), s, repeat=10).median
     P["memcpy_GBps"] = {"median": big.nbytes / (bw * 1e3)}
+    # 20 and 40 small copies: the difference per copy is one copy's time, no launch gap in it;
+    # less the bytes' time at that bandwidth, what is left is the copy's fixed latency
+    t20, t40 = (timing.gpu_measure(copies(dsmall, small, 4096, H2D, n), s, repeat=30).median
+                for n in (20, 40))
+    P["memcpy_latency_us"] = {"median": (t40 - t20) / 20 - 4096 / (P["memcpy_GBps"]["median"] * 1e3)}
     d2 = labkit.device_array(16 << 20, np.float32)
     D2D = rt.cudaMemcpyKind.cudaMemcpyDeviceToDevice
     # two lengths of device-to-device copy: the difference is bandwidth alone, no latency; such
