@@ -833,6 +833,7 @@ def cudaGraphExecDestroy(graphExec):
     if x is None:
         return (_fail(E.cudaErrorInvalidValue),)
     x.destroyed = True
+    x.nodes, x.by_source, x.source = [], {}, None   # let go of its copies of the arguments
     return _OK
 
 
