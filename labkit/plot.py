@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
+import matplotlib
 import matplotlib.pyplot as plt
 import networkx as nx
 import numpy as np
@@ -87,8 +88,18 @@ _RC = {
 @contextlib.contextmanager
 def style() -> Iterator[None]:
     """The course's matplotlib style, as a context (every plot function applies it itself)."""
-    with plt.rc_context(_RC):
-        yield
+    # The first figure of a Jupyter kernel switches pyplot to the inline backend, which turns
+    # interactive mode on; rc_context would turn it off again on exit, and no later cell would
+    # show its figure. So interactive mode survives the context.
+    keep = {}
+    try:
+        with plt.rc_context(_RC):
+            try:
+                yield
+            finally:
+                keep["interactive"] = matplotlib.is_interactive()
+    finally:
+        matplotlib.interactive(keep.get("interactive", matplotlib.is_interactive()))
 
 
 def color_for(label: str, index: int = 0) -> str:

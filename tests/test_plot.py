@@ -332,3 +332,20 @@ def test_series_of_one_plot_never_share_a_colour():
     assert len(set(colours)) == len(labels), colours
     ax = plot.bars({label: 1.0 + i for i, label in enumerate(labels)}, provenance=PROV)
     assert len({tuple(p.get_facecolor()) for p in ax.patches}) == len(labels)
+
+
+def test_style_keeps_interactive_mode_that_a_backend_turned_on_inside_it():
+    # Jupyter's inline backend turns interactive mode on at a kernel's first figure, which
+    # happens inside style(); were it turned off again, later cells would show no figure.
+    import matplotlib
+    was = matplotlib.is_interactive()
+    try:
+        matplotlib.interactive(False)
+        with plot.style():
+            matplotlib.interactive(True)
+        assert matplotlib.is_interactive()
+        with plot.style():
+            pass
+        assert matplotlib.is_interactive()
+    finally:
+        matplotlib.interactive(was)

@@ -21,6 +21,7 @@ multi-stream graphs, graph update).
 - keep warm-up (JIT compilation, module load, allocation, graph upload) out of steady-state figures;
 - drive a seeded request loop and report p50/p95/p99 latency, throughput and CPU utilization, eager against graph;
 - find and remove synchronizations that cost time and buy nothing;
+- compare two versions in alternating rounds, so the host's drift cannot pick the winner;
 - recognise the workloads where a graph does **not** pay, and decide with a short checklist."""),
 C("""import numpy as np
 import labkit
@@ -241,7 +242,67 @@ assert cr.median > 0.5 * ce.median, "expected re-capturing per request to save l
 plot.bars({"long: eager": le, "long: graph": lg, "1 kernel: eager": oe, "1 kernel: new graph": og,
            "varying: eager": ce, "varying: re-capture": cr}, log=True,
           ylabel="time per request (µs)", title="06-5 Where a graph does not pay");"""),
-M("""## 5. A decision checklist
+M("""## 5. Comparing two versions fairly: rounds, in alternating order
+
+A GPU server's host does not run at one speed. Other tenants, the CPU's clock and where the
+process was scheduled all move it, by more than the effect you may be trying to see: on the
+course's H200, `python -m labkit bench` measured numba's eager launch at 22.8 µs per kernel in
+one run and 51.4 µs in a run a few minutes later, same code, same machine; the graph replay
+stayed at 0.84–0.86 µs in both. Measure version A for a minute, then version B, and the drift
+lands on one side only.
+
+The remedy is cheap: measure in **rounds**, each round timing both versions, in alternating
+order (A B, B A, A B, ...), and report each version's median over the rounds with its spread.
+A ratio taken *within* a round compares two figures from the same minute. `python -m labkit
+calibrate` works this way."""),
+C("""ROUNDS = 6
+K = 100
+with labkit.capture(stream) as cap:
+    chain(K, x, stream)
+g_rounds = cap.graph.instantiate(upload_stream=stream)
+versions = {"eager": lambda: chain(K, x, stream), "graph": lambda: g_rounds.launch(stream)}
+per_round = {name: [] for name in versions}
+for r in range(ROUNDS):
+    order = list(versions) if r % 2 == 0 else list(versions)[::-1]     # alternate
+    for name in order:
+        st = timing.measure(versions[name], sync=stream, per=K, repeat=max(5, SZ["repeat"] // 2))
+        per_round[name].append(st.median)
+ratios = np.array(per_round["eager"]) / np.array(per_round["graph"])
+for name, vals in per_round.items():
+    print(f"{name:6s} µs per kernel, round by round: " + "  ".join(f"{v:6.2f}" for v in vals))
+print("eager / graph within each round: " + "  ".join(f"{r:5.1f}x" for r in ratios))
+print(f"median over rounds: eager {np.median(per_round['eager']):.2f}, graph {np.median(per_round['graph']):.2f} µs")
+assert ratios.min() > 1, "the graph should win in every round"
+ax = plot.per_kernel_cost(range(1, ROUNDS + 1), per_round, logx=False,
+                          title=f"06-6 Eager and graph, {K} kernels, round by round")
+ax.set_xlabel("round"); ax.set_yscale("log")
+ax.set_ylim(min(map(min, per_round.values())) / 1.5, max(map(max, per_round.values())) * 1.5);"""),
+M("""On the simulator every round gives the same figures: its clock is a model, and a model does
+not drift. A GPU's rounds do move. The rounds that the packaged calibration measured on the H200
+(`labkit/calibration/h200-bench.json`, the 200-kernel chain benchmark, one round every few
+seconds) are drawn below as they were measured; on any backend this cell reads the file, it
+does not measure."""),
+C("""import json
+from importlib import resources
+h200 = json.loads(resources.files("labkit").joinpath("calibration/h200-bench.json").read_text())
+rounds = h200["per_round"]
+shown = {"eager": rounds["eager_us_per_kernel"], "prepared": rounds["prepared_us_per_kernel"],
+         "graph": rounds["graph_us_per_kernel"]}
+for name, vals in shown.items():
+    lo, hi = min(vals), max(vals)
+    print(f"{name:8s} {lo:6.2f} .. {hi:6.2f} µs per kernel over {len(vals)} rounds "
+          f"(spread {hi / lo - 1:.0%})")
+source = (f"measured on {h200['device']} by `labkit calibrate` "
+          f"({h200['rounds']} rounds; labkit/calibration/h200-bench.json)")
+ax = plot.per_kernel_cost(range(1, h200["rounds"] + 1), shown, logx=False, provenance=source,
+                          title="06-7 The H200's rounds, as measured")
+ax.set_xlabel("round"); ax.set_yscale("log")
+ax.set_ylim(min(map(min, shown.values())) / 1.5, max(map(max, shown.values())) * 1.5);"""),
+M("""Within one calibration run, a minute long, the rounds stay close to each other (the spreads
+printed above; 6–8 % in the run packaged with the course), while separate runs minutes apart
+differed by up to 2× on the host's figures. So repeat whole
+runs, not only samples, before you quote a host cost, and quote a range."""),
+M("""## 6. A decision checklist
 
 Ask, in order — each question points at the figure that answers it:
 
@@ -255,8 +316,9 @@ Ask, in order — each question points at the figure that answers it:
    every request: stay eager (06-5, "varying"), or bucket the shapes.
 4. **Is the state device-resident?** Values that change each run (a position, a token) must be
    read from device memory by the kernels, not baked in as arguments (notebook 07).
-5. **Have you measured warm, with percentiles?** Exclude the first call (06-1), and look at
-   p95/p99 under a realistic arrival pattern, not only the mean (06-2)."""),
+5. **Have you measured warm, with percentiles, in rounds?** Exclude the first call (06-1), look
+   at p95/p99 under a realistic arrival pattern, not only the mean (06-2), and compare versions
+   in alternating rounds (06-6)."""),
 M("""## Summary
 
 - First calls pay JIT, module load, allocation and graph upload: measure them apart (06-1).
@@ -266,6 +328,8 @@ M("""## Summary
   graph also removes the per-launch cost (06-3, 06-4).
 - A graph does not pay for one long kernel, for a graph used once, or for a topology that
   changes every request (06-5).
+- The host's speed drifts: compare versions in alternating rounds and quote medians over rounds
+  with their range (06-6, 06-7).
 
 ## Exercise: remove the needless waits
 
