@@ -168,7 +168,11 @@ def graph_once():
     g50.launch(stream); stream.synchronize()
 
 variants = {"sync after each": sync_each, "one sync at end": sync_end, "graph": graph_once}
-res = {k: timing.measure(f, warmup=2, repeat=SZ["repeat"], label=k) for k, f in variants.items()}
+samples = {k: [] for k in variants}
+for r in range(3):                      # three rounds in alternating order (section 5 says why)
+    for k in (list(variants) if r % 2 == 0 else list(variants)[::-1]):
+        samples[k].extend(timing.measure(variants[k], warmup=2, repeat=SZ["repeat"]).samples)
+res = {k: timing.Stats(v, label=k) for k, v in samples.items()}
 for k, v in res.items():
     print(f"{k:16s} median {v.median:8.1f} µs  ({v.median / K:.2f} µs per kernel)")
 assert res["sync after each"].median > res["one sync at end"].median > res["graph"].median
