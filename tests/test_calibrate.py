@@ -52,3 +52,16 @@ def test_calibrate_refuses_the_simulator_and_bad_rounds():
         calibrate.measure(1)
     with pytest.raises(ValueError, match="at least 1"):
         calibrate.measure(0, require_gpu=False)
+
+
+def test_a_failing_trace_falls_back_and_says_why(monkeypatch):
+    import contextlib
+
+    @contextlib.contextmanager
+    def broken(note=""):
+        raise RuntimeError("CUPTI went away")
+        yield
+    monkeypatch.setattr(calibrate.timing, "timeline", broken)
+    got = calibrate.measure(rounds=1, require_gpu=False)["params"]["kernel_us"]
+    assert "the trace failed: RuntimeError: CUPTI went away" in got["source"]
+    assert got["median"] > 0

@@ -303,8 +303,7 @@ ax = plot.per_kernel_cost(range(1, h200["rounds"] + 1), shown, logx=False, prove
 ax.set_xlabel("round"); ax.set_yscale("log")
 ax.set_ylim(min(map(min, shown.values())) / 1.5, max(map(max, shown.values())) * 1.5);"""),
 M("""Within one calibration run, a minute long, the rounds stay close to each other (the spreads
-printed above; 6–8 % in the run packaged with the course), while separate runs minutes apart
-differed by up to 2× on the host's figures. So repeat whole
+printed above), while separate runs minutes apart differed by up to 2× on the host's figures. So repeat whole
 runs, not only samples, before you quote a host cost, and quote a range."""),
 M("""## 6. A decision checklist
 
