@@ -2,12 +2,12 @@
 
 Host time advances by the calibrated cost of each call; GPU work is placed on per-stream
 timelines. While a trace is open, every host call and every piece of GPU work is recorded as a
-`labkit._spans.Span`, which is how the simulator draws timelines.
+`labkit.measure._spans.Span`, which is how the simulator draws timelines.
 """
 from __future__ import annotations
 
 from .._calibration import params as _params
-from .._spans import Span
+from ..measure._spans import Span
 
 _state = {"host": 0.0, "cpu": 0.0}
 _trace: list | None = None
