@@ -332,6 +332,8 @@ def _ensure_callbacks(module) -> None:
 # it makes every later launch dearer (on the H200, a 200-node cudaGraphLaunch cost the host
 # about 40 µs after a trace against about 2 µs before one). So each trace detaches CUPTI at its
 # end (cuptiFinalize); the next one attaches again. FINALIZE = False keeps it attached.
+# Only at a trace's end: detaching by hand while a trace's state is still registered was
+# tried on the H200 and made the next launch fail (cudaErrorLaunchFailure).
 FINALIZE = True
 
 
