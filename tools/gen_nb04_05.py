@@ -10,8 +10,9 @@ HEADER = """
 import labkit            # first: it chooses the backend before numba.cuda is imported
 import numpy as np
 import networkx as nx
-from labkit import rt, check, timing, plot, workloads
-from labkit.workloads import add_one, saxpy, busy
+from labkit import rt, check, timing, plot
+from labkit.course import workloads
+from labkit.course.workloads import add_one, saxpy, busy
 
 print("backend :", labkit.backend, f"({labkit.backend_reason})")
 print("device  :", labkit.device_name())
@@ -355,7 +356,7 @@ origin.synchronize()
 plot.graph_dag(diamond, title="Your graph");
 """),
         code("""
-from labkit.exercises.nb04 import check_diamond
+from labkit.course.exercises.nb04 import check_diamond
 check_diamond(diamond, w.copy_to_host(), np.full(N, 5.0, np.float32))
 """, check_tags),
     ]
@@ -412,7 +413,7 @@ import weakref
 import matplotlib.pyplot as plt
 from numba import cuda
 from labkit.cache import UpdatingGraph
-from labkit.exercises import nb05 as ex05
+from labkit.course.exercises import nb05 as ex05
 
 # Every size and repeat count of this notebook, in one place. The simulator is slower per launch
 # in real time, so it serves fewer requests; the shapes of the results are the same.

@@ -25,8 +25,9 @@ multi-stream graphs, graph update).
 - recognise the workloads where a graph does **not** pay, and decide with a short checklist."""),
 C("""import numpy as np
 import labkit
-from labkit import rt, check, timing, plot, workloads
-from labkit.workloads import add_one, busy, chain
+from labkit import rt, check, timing, plot
+from labkit.course import workloads
+from labkit.course.workloads import add_one, busy, chain
 from numba import cuda
 
 print("backend:", labkit.backend, "|", labkit.device_name(), "|", labkit.provenance())
@@ -336,12 +337,12 @@ M("""## Summary
 
 ## Exercise: remove the needless waits
 
-`labkit.exercises.nb06.slow_update(x, stream)` launches 20 `add_one` kernels and, after each,
+`labkit.course.exercises.nb06.slow_update(x, stream)` launches 20 `add_one` kernels and, after each,
 synchronizes and copies `x` to the host "to watch progress". Write `fast_update(x, stream)`
 with the same result, at most 0.85× the time. Start from the copy below."""),
     ]
     if solution:
-        out.append(C("""from labkit.exercises import nb06
+        out.append(C("""from labkit.course.exercises import nb06
 
 def fast_update(x, stream):
     for _ in range(nb06.N_KERNELS):
@@ -349,7 +350,7 @@ def fast_update(x, stream):
     stream.synchronize()            # once, at the end: the only wait the caller needs"""))
         out.append(C("""print(nb06.check_fewer_syncs(fast_update, stream))"""))
     else:
-        out.append(C("""from labkit.exercises import nb06
+        out.append(C("""from labkit.course.exercises import nb06
 
 def fast_update(x, stream):
     for _ in range(nb06.N_KERNELS):

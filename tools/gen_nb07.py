@@ -23,14 +23,15 @@ M("""# 07 — Capstone: a token-by-token decode loop
 C("""import numpy as np
 import matplotlib.pyplot as plt
 import labkit
-from labkit import decoder as dec, plot, timing, workloads
+from labkit import plot, timing
+from labkit.course import decoder as dec, workloads
 
 print("backend:", labkit.backend, "|", labkit.device_name(), "|", labkit.provenance())
 N_TOK = workloads.sizes()["tokens"]
 stream = labkit.Stream()"""),
 M("""## 1. The model
 
-`labkit.decoder` is a small transformer decoder written as numba kernels, each with a numpy
+`labkit.course.decoder` is a small transformer decoder written as numba kernels, each with a numpy
 reference (the tests prove them equal). Per layer: RMSNorm, Q/K/V projections (matrix-vector),
 a KV-cache write, attention scores, softmax, the weighted sum of values, the output projection,
 a residual add, RMSNorm, MLP up, SiLU, MLP down, a residual add. Then a final RMSNorm, the logits
@@ -144,7 +145,7 @@ instantiated graph of `k` steps. The starting code captures one step; the check 
 your executable 3 times and compares the tokens to the reference."""),
     ]
     if solution:
-        out.append(C("""from labkit.exercises import nb07
+        out.append(C("""from labkit.course.exercises import nb07
 
 def build(model, stream, k):
     dec.capture_step(model, stream).close()    # warms up the kernels (JIT) outside the capture
@@ -154,7 +155,7 @@ def build(model, stream, k):
     return cap.graph.instantiate(upload_stream=stream)"""))
         out.append(C("""print(nb07.check_multi_step(build, stream))"""))
     else:
-        out.append(C("""from labkit.exercises import nb07
+        out.append(C("""from labkit.course.exercises import nb07
 
 def build(model, stream, k):
     dec.capture_step(model, stream).close()    # warms up the kernels (JIT) outside the capture

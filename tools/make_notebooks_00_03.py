@@ -10,7 +10,8 @@ HEADER = """
 import labkit            # first: it chooses the backend before numba.cuda is imported
 import numpy as np
 import matplotlib.pyplot as plt
-from labkit import rt, check, timing, plot, workloads
+from labkit import rt, check, timing, plot
+from labkit.course import workloads
 
 print("backend :", labkit.backend, f"({labkit.backend_reason})")
 print("device  :", labkit.device_name())
@@ -175,7 +176,7 @@ code runs but computes something else: fix it, then run the check.
 """),
         code(ex),
         code("""
-from labkit.exercises.nb00 import check_scale_then_add
+from labkit.course.exercises.nb00 import check_scale_then_add
 check_scale_then_add(result, x0)
 """, tags=() if solution else ("raises-exception",)),
     ]
@@ -458,7 +459,7 @@ how long one iteration takes on this backend (replayed back to back, so no host 
 then pick `iters` so a kernel runs about 300 µs, far longer than a launch.
 """),
         code("""
-from labkit.kernels_extra import kernel_gpu_us
+from labkit.course.kernels_extra import kernel_gpu_us
 
 PROBE = 10_000
 xb = labkit.to_device(x0)
@@ -520,7 +521,7 @@ GPU time of `busy` at `PROBE` iterations.
 """),
         code(ex),
         code("""
-from labkit.exercises.nb01 import check_gpu_bound
+from labkit.course.exercises.nb01 import check_gpu_bound
 check_gpu_bound(iters)
 """, tags=() if solution else ("raises-exception",)),
     ]
@@ -583,7 +584,7 @@ cudaGraphExecDestroy(graph_exec); cudaGraphDestroy(graph); cudaStreamDestroy(str
 ```
 """),
         code(HEADER + """
-from labkit.kernels_extra import preprocess, infer_step, request_reference
+from labkit.course.kernels_extra import preprocess, infer_step, request_reference
 
 N, BLOCK = 4096, 256
 GRID = (N + BLOCK - 1) // BLOCK
@@ -946,7 +947,7 @@ only.
 """),
         code(ex),
         code("""
-from labkit.exercises.nb02 import check_request_graph
+from labkit.course.exercises.nb02 import check_request_graph
 check_request_graph(ex_cap.graph, x_host, ex_out, ex_stream)
 """, tags=() if solution else ("raises-exception",)),
     ]
@@ -989,7 +990,8 @@ print(f"break-even after {my_breakeven:.2f} iterations")
 About 30 minutes.
 """),
         code(HEADER + """
-from labkit import explicit, kernels_extra
+from labkit import explicit
+from labkit.course import kernels_extra
 
 SZ = workloads.sizes()
 REPEAT, WARMUP = SZ["repeat"], SZ["warmup"]
@@ -1252,7 +1254,7 @@ quantity. `check_breakeven` compares your number with the right one.
 """),
         code(ex),
         code("""
-from labkit.exercises.nb03 import check_breakeven
+from labkit.course.exercises.nb03 import check_breakeven
 ph = phases[10]
 check_breakeven(my_breakeven, ph["capture"].median + ph["instantiate"].median + ph["upload"].median,
                 eager10, graph10)
