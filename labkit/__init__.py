@@ -23,13 +23,14 @@ from ._capture import capture, fork
 from ._graph import Graph, GraphExec, UpdateResult
 from .cache import GraphCache
 from ._prepared import prepare, PreparedLaunch
+from .measure.claims import expect, ClaimFailed
 
 __all__ = [
     "backend", "backend_error", "backend_reason", "rt", "check", "CudaError", "hint_for",
     "kernel", "Kernel", "to_device", "device_array", "pinned_array", "stream_handle",
     "Stream", "Event", "synchronize", "capture", "fork", "Graph", "GraphExec", "UpdateResult",
     "host_us", "cpu_us", "device_name", "provenance", "GraphCache",
-    "prepare", "PreparedLaunch", "timing", "plot",
+    "prepare", "PreparedLaunch", "timing", "plot", "expect", "ClaimFailed",
 ]
 
 # Public names for modules that live in labkit.measure, imported when first asked for.
@@ -54,5 +55,7 @@ def provenance() -> str:
     """What a figure's title says about where its numbers came from."""
     if backend == "cuda":
         return f"measured on {device_name()}"
-    from ._calibration import load
+    from ._calibration import load, profile
+    if profile():
+        return f"simulated, what-if profile '{profile()}' (not a measurement) on {load()['gpu']}'s calibration"
     return f"simulated, calibrated on {load()['gpu']}"
