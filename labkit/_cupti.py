@@ -1,8 +1,8 @@
 """GPU kernel, memcpy, memset and CUDA API spans from CUPTI's Activity API (cupti-python).
 
 Needs the ``cu13`` extra: ``pip install 'cuda-graphs-lab[cu13]'``, which brings cupti-python 13.x
-for a CUDA 13 driver. (For CUDA 12 no cupti-python installs beside numba-cuda 0.30: each 12.x
-release pins an older cuda-bindings.) Importing this
+for a CUDA 13 driver. (For CUDA 12 no cupti-python installs cleanly beside numba-cuda 0.30:
+12.8.0 pins cuda-bindings 12.8, 12.6.0 the old all-in-one cuda-python 12.6.) Importing this
 module never fails: where cupti cannot load, :func:`available` says why and
 :class:`KernelTrace` refuses to start with that reason.
 
