@@ -29,7 +29,9 @@ except BackendError as exc:
     backend, backend_reason, backend_error = "sim", f"no backend: {exc}", exc
 
 if backend == "cuda":
-    from cuda.bindings import runtime as rt
+    # cuda-bindings 13's signatures on a CUDA 12 install too (the cu12 extra): see _runtime12
+    from ._runtime12 import cuda_runtime
+    rt = cuda_runtime()
 else:
     from .sim import runtime as rt
 

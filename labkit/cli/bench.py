@@ -175,16 +175,28 @@ def _reference_rows(k: int, repeat: int) -> list[tuple[str, float]]:
     return rows
 
 
+def at_least_one(text: str) -> int:
+    """argparse type for a count: a whole number of 1 or more, else a usage error saying so."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        # 0 repeats would leave nothing to take a median of; 0 kernels, nothing to launch.
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m labkit bench", description=__doc__)
-    ap.add_argument("--kernels", type=int, default=200, help="kernels in the chain (default 200)")
-    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--kernels", type=at_least_one, default=200,
+                    help="kernels in the chain, 1 or more (default 200)")
+    ap.add_argument("--repeat", type=at_least_one, default=20,
+                    help="measurements per figure, 1 or more (default 20)")
     ap.add_argument("--json", action="store_true", help="end with one line of JSON")
     ap.add_argument("--wrapper", action="store_true",
                     help="also compare GraphExec.launch with a raw cudaGraphLaunch")
     a = ap.parse_args(argv)
-    if a.kernels < 1:
-        ap.error("--kernels must be at least 1")
     res = measure_chain(a.kernels, a.repeat)
     print(f"chain benchmark: {a.kernels} × add_one over {N} float32 (grid {GRID} × {BLOCK}), "
           f"{labkit.provenance()}")

@@ -1,7 +1,8 @@
 """GPU kernel, memcpy, memset and CUDA API spans from CUPTI's Activity API (cupti-python).
 
-Needs the ``gpu`` extra: ``pip install 'cuda-graphs-lab[gpu]'``, i.e. cupti-python whose major
-version matches the driver's CUDA (cupti-python 13.x for a CUDA 13 driver). Importing this
+Needs the ``cu13`` extra: ``pip install 'cuda-graphs-lab[cu13]'``, which brings cupti-python 13.x
+for a CUDA 13 driver. (For CUDA 12 no cupti-python installs cleanly beside numba-cuda 0.30:
+12.8.0 pins cuda-bindings 12.8, 12.6.0 the old all-in-one cuda-python 12.6.) Importing this
 module never fails: where cupti cannot load, :func:`available` says why and
 :class:`KernelTrace` refuses to start with that reason.
 
@@ -32,8 +33,9 @@ _C_DOMAIN = {"driver": 1, "runtime": 2}
 _MEMCPY_DIRECTION = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD",
                      7: "DtoA", 8: "DtoD", 9: "HtoH", 10: "PtoP"}
 _BUFFER_BYTES = 8 * 1024 * 1024
-_INSTALL_HINT = ("install the gpu extra (pip install 'cuda-graphs-lab[gpu]', which brings "
-                 "cupti-python matching a CUDA 13 driver)")
+_INSTALL_HINT = ("on a CUDA 13 driver, install the cu13 extra (pip install 'cuda-graphs-lab[cu13]', "
+                 "which brings cupti-python); for CUDA 12 there is no cupti-python that installs "
+                 "beside numba-cuda 0.30")
 
 TRACE_KINDS = ("kernel", "memcpy", "memset", "runtime", "driver")
 

@@ -169,18 +169,14 @@ def test_doctor_cli_reports_a_bad_labkit_backend_without_a_traceback():
     assert "Traceback" not in done.stderr
 
 
-def test_doctor_reads_gpu_versions_and_flags_a_runtime_newer_than_the_driver():
+def test_doctor_reads_the_gpus_name_and_compute_capability():
     ok = type("Ok", (), {"__int__": lambda self: 0})()
     props = types.SimpleNamespace(name=b"NVIDIA H200\x00\x00", major=9, minor=0)
-    rt = types.SimpleNamespace(cudaGetDeviceProperties=lambda dev: (ok, props),
-                               cudaDriverGetVersion=lambda: (ok, 12040),
-                               cudaRuntimeGetVersion=lambda: (ok, 13000))
+    rt = types.SimpleNamespace(cudaGetDeviceProperties=lambda dev: (ok, props))
     report = doctor.Report()
     doctor.check_gpu(_stand_in(backend="cuda", rt=rt), report)
-    rows = dict(report.rows)
-    assert rows["gpu"] == "NVIDIA H200 (compute capability 9.0)"
-    assert rows["driver supports CUDA"] == "12.4" and rows["CUDA runtime"] == "13.0"
-    assert len(report.problems) == 1 and "update the NVIDIA driver" in report.problems[0][1]
+    assert dict(report.rows)["gpu"] == "NVIDIA H200 (compute capability 9.0)"
+    assert not report.problems
 
 
 def test_doctor_shows_the_calibration_and_flags_a_missing_one(monkeypatch):
