@@ -285,7 +285,7 @@ def check_packages(report: Report) -> None:
 def check_cupti(lk, report: Report, driver: int) -> None:
     """CUPTI (``cupti`` from cupti-python) gives kernel traces; optional, GPU only."""
     if getattr(lk, "backend", None) == "cuda":
-        ok, why = importlib.import_module("labkit._cupti").available()
+        ok, why = importlib.import_module("labkit.measure._cupti").available()
         if ok:
             report.row("CUPTI", "works (kernel traces available)")
         elif driver // 1000 == 12:

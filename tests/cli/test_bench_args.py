@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from labkit import bench
+from labkit.cli import bench
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -16,7 +16,7 @@ import pytest
 import labkit
 from labkit import _backend
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHILD = ("import labkit, subprocess, sys\n"
          "print(labkit.backend_reason)\n"
          "child = subprocess.run([sys.executable, '-c', {code!r}], capture_output=True, text=True)\n"

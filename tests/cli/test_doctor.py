@@ -12,9 +12,9 @@ import types
 
 import pytest
 
-from labkit import doctor
+from labkit.cli import doctor
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ALL_FOUND = {"NVVM": "/x/libnvvm.so.4", "NVRTC": "/x/libnvrtc.so.13",
              "libdevice": "/x/libdevice.10.bc"}
 
