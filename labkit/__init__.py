@@ -1,25 +1,34 @@
 """labkit: the helper package of CUDA Graphs Lab.
 
-``import labkit`` chooses the backend once (``LABKIT_BACKEND=auto|cuda|sim``): "cuda" runs on a
-real GPU through cuda-python and numba-cuda; "sim" runs everything on the CPU simulator, whose
-clock is calibrated on a real GPU. ``labkit.rt`` is the runtime API of the chosen backend, with
-cuda-python's names and ``(err, *values)`` results, so raw-API code runs unchanged on both.
+``import labkit`` chooses the backend once (``LABKIT_BACKEND=auto|cuda|sim``, see
+`labkit.backend`): "cuda" runs on a real GPU through cuda-python and numba-cuda; "sim" runs
+everything on the CPU simulator, whose clock is calibrated on a real GPU. ``labkit.rt`` is the
+runtime API of the chosen backend, with cuda-python's names and ``(err, *values)`` results, so
+raw-API code runs unchanged on both.
 """
-from ._state import backend, backend_error, backend_reason, rt, host_us, cpu_us
+from . import backend as _be   # the package; the attribute labkit.backend is its name
 from ._errors import CudaError, check, hint_for
-from ._kernel import kernel, Kernel, to_device, device_array, pinned_array, stream_handle
+from ._handles import stream_handle
+from ._kernel import kernel, Kernel, to_device, device_array, pinned_array
+from ._prepared import prepare, PreparedLaunch, LaunchParams, launch_params
 from ._streams import Stream, Event, synchronize
+from ._graph import Graph, GraphExec, KernelNode, UpdateResult
 from ._capture import capture, fork
-from ._graph import Graph, GraphExec, UpdateResult
 from .cache import GraphCache
-from ._prepared import prepare, PreparedLaunch
+
+backend = _be.name
+backend_reason = _be.reason
+backend_error = _be.error
+rt = _be.rt
+host_us = _be.host_us
+cpu_us = _be.cpu_us
 
 __all__ = [
     "backend", "backend_error", "backend_reason", "rt", "check", "CudaError", "hint_for",
     "kernel", "Kernel", "to_device", "device_array", "pinned_array", "stream_handle",
-    "Stream", "Event", "synchronize", "capture", "fork", "Graph", "GraphExec", "UpdateResult",
-    "host_us", "cpu_us", "device_name", "provenance", "GraphCache",
-    "prepare", "PreparedLaunch",
+    "Stream", "Event", "synchronize", "capture", "fork", "Graph", "GraphExec", "KernelNode",
+    "UpdateResult", "host_us", "cpu_us", "device_name", "provenance", "GraphCache",
+    "prepare", "PreparedLaunch", "LaunchParams", "launch_params",
 ]
 
 
@@ -31,7 +40,4 @@ def device_name() -> str:
 
 def provenance() -> str:
     """What a figure's title says about where its numbers came from."""
-    if backend == "cuda":
-        return f"measured on {device_name()}"
-    from ._calibration import load
-    return f"simulated, calibrated on {load()['gpu']}"
+    return _be.provenance(device_name())

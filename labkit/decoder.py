@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numba import cuda, float64, int32
 
-from . import _state
+from .backend import rt as _rt
 from ._kernel import kernel, to_device, device_array
 
 __all__ = ["Config", "Model", "make_model", "step", "reference_generate", "generate_eager",
@@ -482,7 +482,7 @@ def _check_len(c: Config, n_tokens: int):
 def _sync(stream):
     from ._errors import check
     from ._kernel import stream_handle
-    check(_state.rt.cudaStreamSynchronize(stream_handle(stream)), "synchronize")
+    check(_rt.cudaStreamSynchronize(stream_handle(stream)), "synchronize")
 
 
 def _reset(m: Model, prompt_token: int, stream):
@@ -508,7 +508,7 @@ def generate_eager(m: Model, prompt_token: int, n_tokens: int, stream) -> Decode
     The token never leaves the device inside the loop: the only host wait per token is one
     stream synchronize at its end, there to time it; the tokens are copied back once.
     """
-    from ._state import host_us
+    from .backend import host_us
     _check_len(m.cfg, n_tokens)
     _warm(m, stream)
     _reset(m, prompt_token, stream)
@@ -539,7 +539,7 @@ def generate_graph(m: Model, prompt_token: int, n_tokens: int, stream,
     """Greedy decode replaying one captured step per token (captured here unless ``exec_``
     is given). Between replays nothing on the host changes: the graph reads the position and
     the token from device memory and its last kernels write the next ones there."""
-    from ._state import host_us
+    from .backend import host_us
     _check_len(m.cfg, n_tokens)
     _warm(m, stream)
     t0 = host_us()
@@ -566,7 +566,7 @@ def torch_generate(m: Model, prompt_token: int, n_tokens: int, graph: bool = Fal
     and the position in device tensors, so one captured step serves every token.
     """
     import torch
-    from ._state import host_us
+    from .backend import host_us
     _check_len(m.cfg, n_tokens)
     c, w = m.cfg, m.weights
     dev = torch.device("cuda")

@@ -2,12 +2,25 @@
 
 Host time advances by the calibrated cost of each call; GPU work is placed on per-stream
 timelines. While a trace is open, every host call and every piece of GPU work is recorded as a
-`labkit._spans.Span`, which is how the simulator draws timelines.
+`Span` (row, name, start_us, end_us, kind), which is how the simulator draws timelines.
 """
 from __future__ import annotations
 
-from .._calibration import params as _params
-from .._spans import Span
+from typing import NamedTuple
+
+import numpy as np
+
+from .._calibration import load, params as _params
+
+
+class Span(NamedTuple):
+    """One recorded interval of the model's clock (µs); labkit's timelines are made from these."""
+    row: str
+    name: str
+    start_us: float
+    end_us: float
+    kind: str
+
 
 _state = {"host": 0.0, "cpu": 0.0}
 _trace: list | None = None
@@ -25,8 +38,6 @@ def P(name: str) -> float:
 def C(name: str, nodes: int) -> float:
     """A size-dependent cost (µs) for a graph of ``nodes`` nodes: the calibration's measured
     points, interpolated piecewise linearly (extrapolated from the last two beyond them)."""
-    import numpy as np
-    from .._calibration import load
     entry = load()["params"].get(f"{name}_base_us", {})
     if isinstance(entry, dict) and "sizes" in entry:
         xs, ys = np.asarray(entry["sizes"], float), np.asarray(entry["measured"], float)
