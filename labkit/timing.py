@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 
+from . import _cupti
 from ._capture import capture
 from ._errors import check
 from ._handles import stream_handle
@@ -142,7 +143,6 @@ def timeline(note: str = ""):
         rec.timeline = Timeline([Span(s.row, s.name, s.start_us - t0, s.end_us - t0, s.kind)
                                  for s in spans], source="model", note=note)
         return
-    from . import _cupti
     ok, why = _cupti.available()
     if ok:
         with _cupti.KernelTrace() as tr:

@@ -6,7 +6,8 @@ on both backends:
 
 * ``rt``: the runtime API (``cuda.bindings.runtime``, or the simulator's mirror of it);
 * device arrays: `to_device`, `device_array`, `pinned_array`;
-* eager launches: ``launcher(kernel, grid, block, stream) -> callable(*args)``;
+* eager launches: ``launcher(kernel, grid, block, stream) -> callable(*args)``, and
+  ``bare_launch`` (the same launch without labkit, to measure labkit's share beside it);
 * kernel-node parameter blocks, built once from kernel, grid, block and arguments:
   ``KernelParams`` with ``launch(stream)`` (a prepared launch), ``set_node(node)``,
   ``exec_node_setter(exec, node)``, ``add_node(graph, deps)``, and ``raw_exec_set`` (the bare
@@ -23,7 +24,7 @@ import sys
 from ._choose import BackendError, choose
 
 __all__ = ["name", "reason", "error", "is_gpu", "rt", "to_device", "device_array", "pinned_array",
-           "launcher", "KernelParams", "host_us", "cpu_us", "start_trace", "stop_trace",
+           "launcher", "bare_launch", "KernelParams", "host_us", "cpu_us", "start_trace", "stop_trace",
            "provenance", "course_size", "BackendError"]
 
 
@@ -52,6 +53,7 @@ to_device = _impl.to_device
 device_array = _impl.device_array
 pinned_array = _impl.pinned_array
 launcher = _impl.launcher
+bare_launch = _impl.bare_launch
 KernelParams = _impl.KernelParams
 host_us = _impl.host_us
 cpu_us = _impl.cpu_us

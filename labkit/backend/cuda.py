@@ -24,7 +24,7 @@ from numba import cuda as _numba
 from .._errors import CudaError
 
 __all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "launcher",
-           "KernelParams", "host_us", "cpu_us", "start_trace", "stop_trace", "provenance"]
+           "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace", "provenance"]
 
 IS_GPU = True
 _numba_streams: dict[int, object] = {}
@@ -201,3 +201,10 @@ def stop_trace() -> list:
 
 def provenance(device: str) -> str:
     return f"measured on {device}"
+
+
+def bare_launch(k, grid, block, stream: int):
+    """The launch without labkit: numba's own ``k[grid, block, stream](*args)`` on the same
+    stream, for measuring labkit's share of a launch beside it."""
+    disp, target = k.dispatcher, _numba_stream(stream)
+    return lambda *args: disp[grid, block, target](*args)

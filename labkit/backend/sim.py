@@ -21,7 +21,7 @@ from ..sim import _hooks
 from ..sim import rt
 
 __all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "launcher",
-           "KernelParams", "host_us", "cpu_us", "start_trace", "stop_trace", "provenance"]
+           "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace", "provenance"]
 
 IS_GPU = False
 P = _hooks.P
@@ -216,3 +216,12 @@ def stop_trace() -> list:
 
 def provenance(device: str) -> str:
     return f"simulated, calibrated on {_calibration.load()['gpu']}"
+
+
+def bare_launch(k, grid, block, stream: int):
+    """The launch without labkit: on the simulator, numba's launch is the modelled launch
+    itself (numba's own CUDA simulator has no streams and no clock)."""
+    def dim3(d):
+        d = (int(d),) if isinstance(d, (int, np.integer)) else tuple(int(v) for v in d)
+        return d + (1,) * (3 - len(d))
+    return launcher(k, dim3(grid), dim3(block), stream)
