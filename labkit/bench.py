@@ -253,7 +253,7 @@ def main(argv=None) -> int:
         for name, v in _reference_rows(a.kernels, a.repeat):
             print(f"  {name + ' µs/kernel':22s} {v:12.2f}")
     if a.wrapper:
-        w = wrapper_overhead(a.kernels)
+        w = res["wrapper"] = wrapper_overhead(a.kernels)
         print("labkit beside the raw calls (host µs per call, interleaved rounds):")
         for what, lab, raw, ratio in (
                 ("GraphExec.launch vs cudaGraphLaunch", "wrapper_launch_us", "raw_launch_us", "ratio"),

@@ -16,6 +16,10 @@ on both backends:
 * traces: ``start_trace()`` (True where the backend records its own timeline) and
   ``stop_trace()``;
 * `provenance` and `course_size`.
+
+``labkit.backend``, the attribute, is the backend's *name* ("cuda" or "sim": public API since
+the first notebook), so it hides this package on ``labkit``: reach the package with
+``from labkit.backend import ...`` (which always finds it), never ``labkit.backend.x``.
 """
 from __future__ import annotations
 
