@@ -208,7 +208,12 @@ class GraphExec(Handle):
 
     def set_kernel_params(self, index: int, params: LaunchParams):
         """Set kernel node ``index`` to a prebuilt `labkit.LaunchParams`."""
-        self.kernel_node(index, params)()
+        h = self._easy.get(index)          # one handle per node for prebuilt blocks
+        if h is None:
+            h = self._easy[index] = self.kernel_node(index, params)
+        elif h.params is not params:
+            h._use(params)
+        h()
 
     def set_kernel_args(self, index: int, kernel, grid, block, *args):
         """Point kernel node ``index`` (in capture order) at new arguments.

@@ -128,3 +128,15 @@ def test_building_the_chain_explicitly_costs_no_more_host_time_than_capturing_it
         return cap.graph
     built = best(lambda: explicit.chain_graph(add_one, 200, GRID, BLOCK, x))
     assert built <= best(captured), built
+
+
+def test_prebuilt_blocks_set_on_a_node_take_turns(s):
+    x, y = (labkit.to_device(np.zeros(N, np.float32)) for _ in range(2))
+    g, ex = _exec(s, x, k=1)
+    px, py = add_one.params(GRID, BLOCK, x), add_one.params(GRID, BLOCK, y)
+    for p in (py, px, py):
+        ex.set_kernel_params(0, p)
+        ex.launch(s)
+    s.synchronize()
+    assert x.copy_to_host()[0] == 1 + 1 and y.copy_to_host()[0] == 2
+    ex.close(); g.close()
