@@ -3,14 +3,14 @@
 ``k[grid, block, stream](*args)`` costs what numba's own launch costs: the launch for each
 (grid, block, stream) is made once by the backend (numba's launch configuration on a GPU) and
 kept, so a repeated launch is a dictionary lookup, the backend's launch, and one integer test
-for an open capture (whose graph must keep the arguments alive).
+for an open capture (whose graph must keep the arguments alive), all inside the backend's
+launch function, which ``k[grid, block, stream]`` returns as it is.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import cuda
 
-from . import _capstack
 from .backend import device_array as _device_array, launcher as _launcher
 from .backend import pinned_array as _pinned_array, to_device as _to_device
 from ._handles import Handle, stream_handle
@@ -19,23 +19,6 @@ from ._prepared import LaunchParams, PreparedLaunch, _dims
 __all__ = ["kernel", "Kernel", "to_device", "device_array", "pinned_array", "stream_handle"]
 
 _MAX_LAUNCHERS = 64     # launch configurations kept per kernel (a loop uses one or a few)
-
-
-class _Launch:
-    """``k[grid, block, stream]``: call it with the kernel's arguments to launch."""
-
-    __slots__ = ("_go", "_stream")
-
-    def __init__(self, go, stream):
-        self._go, self._stream = go, stream
-
-    def __call__(self, *args):
-        s = self._stream
-        if s is not None and s.handle is None:     # a labkit.Stream closed since: refuse
-            stream_handle(s)
-        self._go(*args)
-        if _capstack.open_count:    # a graph refers to buffers it does not own: keep them alive
-            _capstack.keep(args)
 
 
 class Kernel:
@@ -80,7 +63,7 @@ class Kernel:
         else:
             target = stream_handle(stream)
             owner = stream if isinstance(stream, Handle) else None
-        launch = _Launch(_launcher(self, grid, block, target), owner)
+        launch = _launcher(self, grid, block, target, owner)
         try:
             if len(self._launches) >= _MAX_LAUNCHERS:
                 self._launches.clear()

@@ -21,7 +21,9 @@ from cuda.bindings import driver
 from cuda.bindings import runtime as rt
 from numba import cuda as _numba
 
+from .. import _capstack
 from .._errors import CudaError
+from .._handles import stream_handle
 
 __all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "launcher",
            "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace", "provenance"]
@@ -80,18 +82,25 @@ def _launch_error(name, exc):
 
 # ------------------------------------------------------------------ eager launch
 
-def launcher(k, grid, block, stream):
+def launcher(k, grid, block, stream, owner=None):
     """``fn(*args)`` launching ``k`` on ``stream`` (a raw handle, or a cuda.core graph builder,
-    which numba-cuda launches into directly) through numba's own launch path."""
+    which numba-cuda launches into directly) through numba's own launch path.
+
+    ``owner``: the labkit.Stream the handle came from; a launch after it was closed is refused.
+    Inside a labkit capture the arguments are kept alive with the graph."""
     target = stream if not isinstance(stream, int) else _numba_stream(stream)
     config = k.dispatcher[grid, block, target]     # numba's launch configuration, made once
     name = k.name
 
     def launch(*args):
+        if owner is not None and owner.handle is None:
+            stream_handle(owner)                   # raises: the stream was closed
         try:
             config(*args)
         except Exception as exc:   # numba raises CudaAPIError, cuda.core raises CUDAError
             _launch_error(name, exc)
+        if _capstack.open_count:   # the graph refers to buffers it does not own: keep them
+            _capstack.keep(args)
     return launch
 
 

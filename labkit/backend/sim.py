@@ -15,8 +15,9 @@ import weakref
 
 import numpy as np
 
-from .. import _calibration
+from .. import _calibration, _capstack
 from .._errors import CudaError
+from .._handles import stream_handle
 from ..sim import _hooks
 from ..sim import rt
 
@@ -141,13 +142,18 @@ def _param(a):
     return a
 
 
-def launcher(k, grid, block, stream):
-    """``fn(*args)``: launch ``k`` on ``stream`` (a raw handle) as numba's dispatch would."""
+def launcher(k, grid, block, stream, owner=None):
+    """``fn(*args)``: launch ``k`` on ``stream`` (a raw handle) as numba's dispatch would.
+
+    ``owner``: the labkit.Stream the handle came from; a launch after it was closed is refused.
+    Inside a labkit capture the arguments are kept alive with the graph."""
     if not isinstance(stream, int):
         raise NotImplementedError("cuda.core graph builders need a real GPU (backend 'cuda')")
     func, name = _function(k), k.name
 
     def launch(*args):
+        if owner is not None and owner.handle is None:
+            stream_handle(owner)                   # raises: the stream was closed
         host = [a for a in args if isinstance(a, np.ndarray)]
         capturing = _hooks.capturing(stream)
         if host:
@@ -159,6 +165,8 @@ def launcher(k, grid, block, stream):
         err = _hooks.launch(func, grid, block, tuple(_param(a) for a in args), stream, cost)
         if int(err):
             raise CudaError(err, f"launching {name}")
+        if _capstack.open_count:
+            _capstack.keep(args)
     return launch
 
 
