@@ -165,3 +165,13 @@ def test_bench_json_has_exactly_the_documented_keys():
                          "raw_node_update_us", "explicit_build_us"}   # issue 13
     assert data["kernels"] == 50 and data["eager_us_per_kernel"] > data["graph_us_per_kernel"] > 0
     assert data["eager_us_per_kernel"] > data["prepared_us_per_kernel"] > data["graph_us_per_kernel"]
+
+
+def test_a_launch_on_a_closed_stream_is_refused_even_after_earlier_launches_on_it():
+    s = labkit.Stream()
+    x = labkit.to_device(np.zeros(8, np.float32))
+    w.add_one[1, 8, s](x)                      # the launch for (grid, block, s) is made and kept
+    s.synchronize()
+    s.close()
+    with pytest.raises(ValueError, match="the stream was closed"):
+        w.add_one[1, 8, s](x)

@@ -78,3 +78,14 @@ def test_replaying_a_raw_graph_after_its_array_was_collected_is_an_illegal_addre
     assert rt.cudaGraphLaunch(ge, s.handle) == (E.cudaErrorIllegalAddress,)
     rt.cudaGetLastError()
     rt.cudaGraphExecDestroy(ge); rt.cudaGraphDestroy(g); s.close()
+
+
+def test_cudas_own_kernel_node_params_are_refused_loudly():
+    s = labkit.Stream()
+    x = labkit.to_device(np.zeros(64, np.float32))
+    with labkit.capture(s) as cap:
+        w.add_one[2, 32, s](x)
+    node = cap.graph.kernel_nodes()[0]
+    with pytest.raises(NotImplementedError, match="takes its own cudaKernelNodeParams"):
+        rt.cudaGraphKernelNodeSetParams(node, cuda_rt.cudaKernelNodeParams())
+    cap.graph.close(); s.close()

@@ -10,7 +10,7 @@ here.
   enters the driver; kernel nodes and launches name it in ``func``.
 * `ArrayArg`: how an array travels in a parameter block: its address and layout, not the Python
   object. A node therefore does not keep the array alive, as on a GPU: a replay after the array
-  was collected (and `release`\\ d) is ``cudaErrorIllegalAddress``.
+  was collected (and released) is ``cudaErrorIllegalAddress``.
 * `launch`: ``cuLaunchKernel`` plus the host cost of whatever labkit's launch path does before
   it (numba's dispatch, from the calibration).
 """
