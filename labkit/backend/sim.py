@@ -198,8 +198,16 @@ class KernelParams:
         return int(rt.cudaGraphKernelNodeSetParams(node, self.node_params)[0])
 
     def exec_node_setter(self, graph_exec, node):
-        return functools.partial(rt.cudaGraphExecKernelNodeSetParams, graph_exec, node,
-                                 self.node_params)
+        """The node update through labkit: the driver's call (which the simulated runtime
+        charges) and labkit's own share beside it, both calibrated (``node_update_us`` is
+        labkit's whole update, ``raw_node_update_us`` the driver call alone)."""
+        share = max(P("node_update_us") - P("raw_node_update_us"), 0.0)
+        set_params, p = rt.cudaGraphExecKernelNodeSetParams, self.node_params
+
+        def setter():
+            _hooks.host_work(share)
+            return set_params(graph_exec, node, p)
+        return setter
 
     def raw_exec_set(self, graph_exec, node):
         return rt.cudaGraphExecKernelNodeSetParams, (graph_exec, node, self.node_params)

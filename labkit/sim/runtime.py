@@ -12,7 +12,7 @@ What it does not do, and says so loudly:
 * SM contention: kernels on different streams overlap fully in the model.
 
 Host costs are charged per call, from the calibration: ``cudaGraphExecKernelNodeSetParams``
-costs ``node_update_us`` (the driver's call with a prebuilt parameter block),
+costs ``raw_node_update_us`` (the driver's call with a prebuilt parameter block),
 ``cudaGraphAddKernelNode`` costs ``add_kernel_node_us``.
 
 Kernels are registered functions (`labkit.sim._hooks.register_function`), named by handle in
@@ -1004,7 +1004,7 @@ def cudaGraphExecKernelNodeSetParams(hGraphExec, node, pNodeParams):
     payload = _payload(pNodeParams)
     if payload is None:
         return (_fail(E.cudaErrorInvalidDeviceFunction),)
-    _clock.api("cudaGraphExecKernelNodeSetParams", P("node_update_us"))
+    _clock.api("cudaGraphExecKernelNodeSetParams", P("raw_node_update_us"))
     ntype, _, deps = x.nodes[i]
     x.nodes[i] = (ntype, payload, deps)
     return _OK
