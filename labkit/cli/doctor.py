@@ -384,3 +384,4 @@ def main(argv: list[str] | None = None) -> int:
     print("CUDA Graphs Lab doctor\n")
     print(report.render())
     return 1 if report.problems else 0
+

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import contextlib
 
-from .. import _state
+from . import _cupti
+from .._capture import capture
 from .._errors import check
-from .._kernel import stream_handle
+from .._handles import stream_handle
 from ._spans import Span, Timeline
+from ..backend import cpu_us, host_us, rt, start_trace, stop_trace
 from .stats import Stats
 
 __all__ = ["measure", "gpu_measure", "wall_and_cpu", "graph_phases", "timeline", "Stats"]
 
-rt = _state.rt
 
 
 def _sync(stream):
@@ -37,11 +38,11 @@ def measure(fn, *, warmup: int = 3, repeat: int = 30, label: str = "", per: int 
         _sync(sync)
     samples = []
     for _ in range(repeat):
-        t0 = _state.host_us()
+        t0 = host_us()
         fn()
         if sync is not None:
             _sync(sync)
-        samples.append((_state.host_us() - t0) / per)
+        samples.append((host_us() - t0) / per)
     return Stats(samples, label=label)
 
 
@@ -69,9 +70,9 @@ def gpu_measure(fn, stream, *, warmup: int = 3, repeat: int = 30, label: str = "
 
 def wall_and_cpu(fn) -> tuple[float, float]:
     """``(wall µs, CPU µs)`` of one call of ``fn``; CPU/wall is the host's utilization."""
-    w0, c0 = _state.host_us(), _state.cpu_us()
+    w0, c0 = host_us(), cpu_us()
     fn()
-    return _state.host_us() - w0, _state.cpu_us() - c0
+    return host_us() - w0, cpu_us() - c0
 
 
 def graph_phases(record, stream, *, repeat: int = 5, steady: int = 20) -> dict[str, Stats]:
@@ -81,38 +82,37 @@ def graph_phases(record, stream, *, repeat: int = 5, steady: int = 20) -> dict[s
     ``instantiate``, ``upload``, ``first_launch`` (launch + sync of a fresh, not uploaded
     executable), ``uploaded_first_launch`` and ``steady_launch`` (launch + sync once warm).
     """
-    from .._capture import capture
     out = {k: [] for k in ("capture", "instantiate", "upload", "first_launch",
                            "uploaded_first_launch", "steady_launch")}
     record(stream)           # warm-up: JIT, module load, allocations happen here, not in capture
     _sync(stream)
     for _ in range(repeat):
-        t0 = _state.host_us()
+        t0 = host_us()
         with capture(stream) as cap:
             record(stream)
-        out["capture"].append(_state.host_us() - t0)
+        out["capture"].append(host_us() - t0)
         g = cap.graph
-        t0 = _state.host_us()
+        t0 = host_us()
         ex = g.instantiate()
-        out["instantiate"].append(_state.host_us() - t0)
-        t0 = _state.host_us()
+        out["instantiate"].append(host_us() - t0)
+        t0 = host_us()
         ex.launch(stream)
         _sync(stream)
-        out["first_launch"].append(_state.host_us() - t0)
+        out["first_launch"].append(host_us() - t0)
         ex2 = g.instantiate()
-        t0 = _state.host_us()
+        t0 = host_us()
         ex2.upload(stream)
         _sync(stream)
-        out["upload"].append(_state.host_us() - t0)
-        t0 = _state.host_us()
+        out["upload"].append(host_us() - t0)
+        t0 = host_us()
         ex2.launch(stream)
         _sync(stream)
-        out["uploaded_first_launch"].append(_state.host_us() - t0)
+        out["uploaded_first_launch"].append(host_us() - t0)
         for _ in range(steady):
-            t0 = _state.host_us()
+            t0 = host_us()
             ex.launch(stream)
             _sync(stream)
-            out["steady_launch"].append(_state.host_us() - t0)
+            out["steady_launch"].append(host_us() - t0)
         ex.close()
         ex2.close()
         g.close()
@@ -134,18 +134,15 @@ def timeline(note: str = ""):
     says so.
     """
     rec = _Recording()
-    if _state.backend == "sim":
-        from ..sim import clock
-        clock.start_trace()
+    if start_trace():            # the simulator records its own model's timeline
         try:
             yield rec
         finally:
-            spans = clock.stop_trace()
+            spans = stop_trace()
         t0 = min((s.start_us for s in spans), default=0.0)
         rec.timeline = Timeline([Span(s.row, s.name, s.start_us - t0, s.end_us - t0, s.kind)
                                  for s in spans], source="model", note=note)
         return
-    from . import _cupti
     ok, why = _cupti.available()
     if ok:
         with _cupti.KernelTrace() as tr:
@@ -159,11 +156,11 @@ def timeline(note: str = ""):
         return
     start, end = check(rt.cudaEventCreate()), check(rt.cudaEventCreate())
     check(rt.cudaEventRecord(start, 0))
-    t0 = _state.host_us()
+    t0 = host_us()
     try:
         yield rec
     finally:
-        t1 = _state.host_us()
+        t1 = host_us()
         check(rt.cudaEventRecord(end, 0))
         check(rt.cudaEventSynchronize(end))
         gpu = check(rt.cudaEventElapsedTime(start, end)) * 1000.0

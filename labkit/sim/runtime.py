@@ -11,8 +11,19 @@ What it does not do, and says so loudly:
 * sticky (context-corrupting) errors: a bad address fails the one call, not the process;
 * SM contention: kernels on different streams overlap fully in the model.
 
-Host costs are charged per call, with one composite: `copy_kernel_node_params` (labkit's node
-update) brings the whole update, scratch capture included, to the calibrated ``node_update_us``.
+Host costs are charged per call, from the calibration: ``cudaGraphExecKernelNodeSetParams``
+costs ``raw_node_update_us`` (the driver's call with a prebuilt parameter block),
+``cudaGraphAddKernelNode`` costs ``add_kernel_node_us``.
+
+Kernels are registered functions (`labkit.sim._hooks.register_function`), named by handle in
+``cudaKernelNodeParams.func``. ``kernelParams`` holds the parameter values themselves (a
+tuple; arrays as `_hooks.ArrayArg`: address and layout), not a ``void**``: a raw pointer
+array cannot be read back into Python values. Arrays are referred to by address only, so a
+node does not keep an array alive: freed memory (``cudaFree``, or a labkit array collected) is
+never reused, and a kernel that touches it fails ``cudaErrorIllegalAddress``.
+
+This module is the implementation; ``labkit.rt`` on the simulator is `labkit.sim.rt`, which
+exposes only names that ``cuda.bindings.runtime`` has.
 
 Data is computed when work is submitted (in host program order), which is one valid order
 for a correctly synchronized program; timing comes from `labkit.sim.clock`.
@@ -26,6 +37,7 @@ import threading
 import numpy as np
 from cuda.bindings import runtime as _cr
 
+from .. import _calibration
 from . import clock as _clock
 
 E = _cr.cudaError_t
@@ -89,6 +101,9 @@ def _new_alloc(nbytes, pinned=False) -> _Alloc:
 
 def _find(addr: int, nbytes: int = 1):
     """The live allocation holding [addr, addr+nbytes), its offset; None where there is none."""
+    a = _allocs.get(addr)     # the usual case: an array's own address
+    if a is not None and nbytes <= max(a.nbytes, 1):
+        return a, 0
     for a in _allocs.values():
         if a.addr <= addr and addr + nbytes <= a.addr + max(a.nbytes, 1) and not a.freed:
             return a, addr - a.addr
@@ -115,6 +130,16 @@ def _is_pageable_host(addr: int) -> bool:
 
 
 # ---------------------------------------------------------------- objects
+
+class _Function:
+    """A registered kernel: its name, how to compute it, and its GPU time."""
+
+    def __init__(self, name, run, gpu_us):
+        self.name, self.run, self.gpu_us = name, run, gpu_us
+
+
+_functions: dict[int, _Function] = {}
+
 
 class _Capture:
     def __init__(self, origin, mode):
@@ -220,7 +245,6 @@ class _Props:
     """The device properties the notebooks print, for the GPU the model was calibrated on."""
 
     def __init__(self):
-        from .. import _calibration
         cal = _calibration.load()
         self.name = f"simulated {cal['gpu']}".encode()
         self.multiProcessorCount = int(cal.get("sm_count", 132))
@@ -554,7 +578,8 @@ def _kind(ntype):
 
 def _node_gpu_us(ntype, payload):
     if ntype == _NT.cudaGraphNodeTypeKernel:
-        return payload["kernel"].gpu_us(payload["grid"], payload["block"], payload["args"])
+        return _functions[payload["func"]].gpu_us(payload["grid"], payload["block"],
+                                                  *payload["params"])
     if ntype == _NT.cudaGraphNodeTypeMemcpy:
         on_device = payload["kind"] == cudaMemcpyKind.cudaMemcpyDeviceToDevice
         bw = P("device_GBps") if on_device else P("memcpy_GBps")
@@ -567,7 +592,7 @@ def _node_gpu_us(ntype, payload):
 
 def _run_node(ntype, payload):
     if ntype == _NT.cudaGraphNodeTypeKernel:
-        return payload["kernel"].execute(payload["grid"], payload["block"], payload["args"])
+        return _run_kernel(payload)
     if ntype == _NT.cudaGraphNodeTypeMemcpy:
         n = payload["count"]
         dst, src = _view(payload["dst"], n), _view(payload["src"], n)
@@ -584,21 +609,17 @@ def _run_node(ntype, payload):
     return E.cudaSuccess
 
 
-def launch_kernel(kernel, grid, block, stream, args, launch_us=None):
-    """Launch a labkit kernel (called by labkit's kernel wrapper, not by learners).
-
-    ``launch_us``: host cost of the launch; numba's dispatch by default (a prepared launch
-    passes its own)."""
-    s = _stream(stream)
-    if s is None:
-        return _fail(E.cudaErrorInvalidResourceHandle)
-    if launch_us is not None:
-        cost = launch_us
-    else:
-        cost = P("capture_launch_us") if s.capture is not None else P("numba_launch_us")
-    return _submit(s, _NT.cudaGraphNodeTypeKernel,
-                   {"kernel": kernel, "grid": grid, "block": block, "args": tuple(args),
-                    "name": kernel.name}, cost, f"launch {kernel.name}")
+def _run_kernel(payload):
+    """Compute a kernel node's outputs; a parameter in freed memory is an illegal address."""
+    values = []
+    for v in payload["params"]:
+        if hasattr(v, "view") and hasattr(v, "addr"):   # an array: its live memory, or none
+            v = v.view()
+            if v is None:
+                return E.cudaErrorIllegalAddress
+        values.append(v)
+    _functions[payload["func"]].run(payload["grid"], payload["block"], *values)
+    return E.cudaSuccess
 
 
 def cudaMemcpyAsync(dst, src, count, kind, stream):
@@ -659,6 +680,7 @@ def cudaFree(devPtr):
     a = _allocs.get(int(devPtr))
     if a is None or a.freed or a.pinned:
         return (_fail(E.cudaErrorInvalidValue),)
+    del _allocs[a.addr]        # the address is never handed out again: a later use is seen
     a.freed = True
     a.buf = np.zeros(1, np.uint8)
     _clock.api("cudaFree", P("api_us"))
@@ -669,13 +691,9 @@ def cudaFreeHost(ptr):
     a = _allocs.get(int(ptr))
     if a is None or a.freed or not a.pinned:
         return (_fail(E.cudaErrorInvalidValue),)
+    del _allocs[a.addr]
     a.freed = True
     return _OK
-
-
-def host_view(addr, nbytes):
-    """numpy bytes of a simulated allocation (labkit's arrays use this)."""
-    return _view(int(addr), int(nbytes))
 
 
 # ---------------------------------------------------------------- graphs
@@ -772,14 +790,15 @@ def cudaGraphAddMemcpyNode1D(graph, pDependencies, numDependencies, dst, src, co
                       "kind": cudaMemcpyKind(int(kind)), "name": "memcpy"})
 
 
-def add_kernel_node(graph, deps, kernel, grid, block, args):
-    """Add a kernel node through the explicit graph API (labkit's graph builder calls this)."""
-    return _add_node(graph, deps, _NT.cudaGraphNodeTypeKernel,
-                     {"kernel": kernel, "grid": grid, "block": block, "args": tuple(args),
-                      "name": kernel.name})
+def cudaGraphAddKernelNode(graph, pDependencies, numDependencies, pNodeParams):
+    payload = _payload(pNodeParams)
+    if payload is None:
+        return (_fail(E.cudaErrorInvalidDeviceFunction), None)
+    return _add_node(graph, pDependencies, _NT.cudaGraphNodeTypeKernel, payload,
+                     cost=P("add_kernel_node_us"))
 
 
-def _add_node(graph, deps, ntype, payload):
+def _add_node(graph, deps, ntype, payload, cost=None):
     g = _graph(graph)
     if g is None:
         return (_fail(E.cudaErrorInvalidValue), None)
@@ -789,7 +808,7 @@ def _add_node(graph, deps, ntype, payload):
         if hit is None or hit[0] is not g:
             return (_fail(E.cudaErrorInvalidValue), None)
         dep_nodes.append(hit[1])
-    _clock.api("cudaGraphAddNode", P("api_us"))
+    _clock.api("cudaGraphAddNode", P("api_us") if cost is None else cost)
     n = g.add(ntype, payload, dep_nodes)
     return E.cudaSuccess, cudaGraphNode_t(n.handle)
 
@@ -905,23 +924,53 @@ def cudaGraphExecUpdate(hGraphExec, hGraph):
 
 
 class cudaKernelNodeParams:
-    """The simulator's kernel node parameters: the labkit kernel, its grid, block and arguments."""
+    """A kernel node's parameters, with CUDA's fields.
 
-    def __init__(self, kernel=None, grid=(1, 1, 1), block=(1, 1, 1), args=()):
-        self.kernel, self.grid, self.block, self.args = kernel, grid, block, tuple(args)
+    ``func``: a function handle (`labkit.sim._hooks.register_function`); ``gridDim`` and
+    ``blockDim``: ``dim3``; ``sharedMemBytes``; ``kernelParams``: the parameter values, a tuple
+    (see the module docstring: not a ``void**``); ``extra``: must stay empty (0 or None).
+    """
 
-    @property
-    def gridDim(self):
-        return _Dim(*self.grid)
+    def __init__(self, func=0, gridDim=None, blockDim=None, sharedMemBytes=0, kernelParams=(),
+                 extra=0):
+        self.func = func
+        self.gridDim = gridDim if gridDim is not None else _dim3(1, 1, 1)
+        self.blockDim = blockDim if blockDim is not None else _dim3(1, 1, 1)
+        self.sharedMemBytes, self.kernelParams, self.extra = sharedMemBytes, kernelParams, extra
 
-    @property
-    def blockDim(self):
-        return _Dim(*self.block)
+    def __repr__(self):
+        name = getattr(_functions.get(_h(self.func)), "name", "?")
+        return (f"<simulated cudaKernelNodeParams {name} grid={_xyz(self.gridDim)} "
+                f"block={_xyz(self.blockDim)} params={len(self.kernelParams)}>")
 
 
-class _Dim:
-    def __init__(self, x, y=1, z=1):
-        self.x, self.y, self.z = x, y, z
+def _dim3(x, y=1, z=1):
+    d = _cr.dim3()
+    d.x, d.y, d.z = int(x), int(y), int(z)
+    return d
+
+
+def _xyz(d) -> tuple:
+    return (int(d.x), int(d.y), int(d.z))
+
+
+def _payload(params):
+    """A kernel node's payload from cudaKernelNodeParams, or None for an unknown function."""
+    if not isinstance(params, cudaKernelNodeParams):
+        raise NotImplementedError(
+            "the simulator takes its own cudaKernelNodeParams (labkit.rt.cudaKernelNodeParams), "
+            "whose kernelParams is a tuple of parameter values; run on a GPU "
+            "(LABKIT_BACKEND=cuda) to pass a void** parameter array")
+    if params.extra:
+        raise NotImplementedError("cudaKernelNodeParams.extra is not simulated: pass kernelParams")
+    if isinstance(params.kernelParams, int) and params.kernelParams:
+        raise NotImplementedError("the simulator cannot read a void** kernelParams pointer: pass "
+                                  "the parameter values as a tuple")
+    fn = _functions.get(_h(params.func))
+    if fn is None:
+        return None
+    return {"func": _h(params.func), "grid": _xyz(params.gridDim), "block": _xyz(params.blockDim),
+            "params": tuple(params.kernelParams or ()), "name": fn.name}
 
 
 def cudaGraphKernelNodeGetParams(node):
@@ -929,19 +978,19 @@ def cudaGraphKernelNodeGetParams(node):
     if hit is None or hit[1].type != _NT.cudaGraphNodeTypeKernel:
         return (_fail(E.cudaErrorInvalidValue), None)
     p = hit[1].payload
-    return E.cudaSuccess, cudaKernelNodeParams(p["kernel"], p["grid"], p["block"], p["args"])
-
-
-def _payload(params):
-    return {"kernel": params.kernel, "grid": tuple(params.grid), "block": tuple(params.block),
-            "args": tuple(params.args), "name": params.kernel.name}
+    return E.cudaSuccess, cudaKernelNodeParams(p["func"], _dim3(*p["grid"]), _dim3(*p["block"]),
+                                               0, p["params"])
 
 
 def cudaGraphKernelNodeSetParams(node, pNodeParams):
     hit = _nodes.get(_h(node))
     if hit is None or hit[1].type != _NT.cudaGraphNodeTypeKernel:
         return (_fail(E.cudaErrorInvalidValue),)
-    hit[1].payload = _payload(pNodeParams)
+    payload = _payload(pNodeParams)
+    if payload is None:
+        return (_fail(E.cudaErrorInvalidDeviceFunction),)
+    _clock.api("cudaGraphKernelNodeSetParams", P("api_us"))
+    hit[1].payload = payload
     return _OK
 
 
@@ -952,31 +1001,13 @@ def cudaGraphExecKernelNodeSetParams(hGraphExec, node, pNodeParams):
     i = x.by_source.get(_h(node))
     if i is None or x.nodes[i][0] != _NT.cudaGraphNodeTypeKernel:
         return (_fail(E.cudaErrorInvalidValue),)
-    _clock.api("cudaGraphExecKernelNodeSetParams", P("api_us"))
+    payload = _payload(pNodeParams)
+    if payload is None:
+        return (_fail(E.cudaErrorInvalidDeviceFunction),)
+    _clock.api("cudaGraphExecKernelNodeSetParams", P("raw_node_update_us"))
     ntype, _, deps = x.nodes[i]
-    x.nodes[i] = (ntype, _payload(pNodeParams), deps)
+    x.nodes[i] = (ntype, payload, deps)
     return _OK
-
-
-def copy_kernel_node_params(src_node, hGraphExec, node):
-    """Give ``node`` of an executable the parameters of kernel node ``src_node`` (labkit's
-    `GraphExec.set_kernel_args` calls this, right after capturing one launch on a scratch stream).
-
-    A composite cost: on a GPU the node update is mostly numba preparing the arguments inside
-    that capture and the driver's parameter copy, which the simulated calls cost far less
-    than. This charges the calibrated ``node_update_us`` of the whole, less what the scratch
-    capture's calls (begin, one captured launch, end of a one-node graph) and the parameter
-    copy already charged, so the whole update costs ``node_update_us``.
-    """
-    err, params = cudaGraphKernelNodeGetParams(src_node)
-    if err != E.cudaSuccess:
-        return (err,)
-    err, = cudaGraphExecKernelNodeSetParams(hGraphExec, node, params)
-    if err == E.cudaSuccess:
-        charged = (P("begin_capture_us") + P("capture_launch_us") + P("end_capture_per_node_us")
-                   + P("api_us"))
-        _clock.host_work(max(0.0, P("node_update_us") - charged))
-    return (err,)
 
 
 def __getattr__(name):

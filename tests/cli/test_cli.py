@@ -16,7 +16,7 @@ import nbformat
 import pytest
 
 from labkit.cli import doctor, run
-from labkit._backend import BackendError
+from labkit.backend import BackendError
 
 TINY_FIGURE = "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.show()"
 

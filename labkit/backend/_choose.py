@@ -1,4 +1,4 @@
-"""Choose the backend once, at ``import labkit``.
+"""Which backend `labkit.backend` takes: the rules, applied once at ``import labkit``.
 
 ``LABKIT_BACKEND=auto|cuda|sim`` (auto by default): auto takes "cuda" when cuda-python finds a
 usable GPU and "sim" otherwise. Asking for "cuda" where there is none is an error, never a
