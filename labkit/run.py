@@ -49,6 +49,7 @@ html_theme_options = {{
     "show_toc_level": 2,
     "use_download_button": True,
     "home_page_in_toc": True,
+    "footer_content_items": [],    # no author or copyright line to show
 }}
 html_last_updated_fmt = None
 exclude_patterns = ["**.ipynb_checkpoints"]
