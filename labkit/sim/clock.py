@@ -2,16 +2,26 @@
 
 Host time advances by the calibrated cost of each call; GPU work is placed on per-stream
 timelines. While a trace is open, every host call and every piece of GPU work is recorded as a
-`labkit._spans.Span`, which is how the simulator draws timelines.
+`labkit.measure._spans.Span`, which is how the simulator draws timelines.
 """
 from __future__ import annotations
 
 from .._calibration import params as _params
-from .._spans import Span
+from ..measure._spans import Span
 
 _state = {"host": 0.0, "cpu": 0.0}
 _trace: list | None = None
 _P = None
+_noise = False   # False: not looked up yet; None: no what-if noise
+
+
+def _noisy(cost_us: float) -> float:
+    """A host cost as the noisy-host what-if profile perturbs it (unchanged otherwise)."""
+    global _noise
+    if _noise is False:
+        from .._calibration import jitter
+        _noise = jitter()
+    return cost_us if _noise is None else _noise(cost_us)
 
 
 def P(name: str) -> float:
@@ -48,7 +58,7 @@ def cpu_us() -> float:
 def api(name: str, cost_us: float, wait_until: float | None = None) -> None:
     """Advance the host clock for one call; a synchronizing call also waits for the GPU."""
     start = _state["host"]
-    end = start + cost_us
+    end = start + _noisy(cost_us)
     if wait_until is not None and wait_until > end:
         end = wait_until
     _state["host"] = end
@@ -61,6 +71,7 @@ def api(name: str, cost_us: float, wait_until: float | None = None) -> None:
 
 def host_work(cost_us: float) -> None:
     """Plain Python work on the host that the model charges (e.g. numba's dispatch)."""
+    cost_us = _noisy(cost_us)
     _state["host"] += cost_us
     _state["cpu"] += cost_us
 

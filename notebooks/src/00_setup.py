@@ -29,7 +29,8 @@
 import labkit            # first: it chooses the backend before numba.cuda is imported
 import numpy as np
 import matplotlib.pyplot as plt
-from labkit import rt, check, timing, plot, workloads
+from labkit import rt, check, timing, plot
+from labkit.course import workloads
 
 print("backend :", labkit.backend, f"({labkit.backend_reason})")
 print("device  :", labkit.device_name())
@@ -169,5 +170,5 @@ s.synchronize()
 result = x.copy_to_host()
 
 # %% tags=["check"]
-from labkit.exercises.nb00 import check_scale_then_add
+from labkit.course.exercises.nb00 import check_scale_then_add
 check_scale_then_add(result, x0)

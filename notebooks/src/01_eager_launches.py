@@ -27,7 +27,8 @@
 import labkit            # first: it chooses the backend before numba.cuda is imported
 import numpy as np
 import matplotlib.pyplot as plt
-from labkit import rt, check, timing, plot, workloads
+from labkit import rt, check, timing, plot
+from labkit.course import workloads
 
 print("backend :", labkit.backend, f"({labkit.backend_reason})")
 print("device  :", labkit.device_name())
@@ -280,7 +281,7 @@ if rec_prep.timeline.source != "events":
 # then pick `iters` so a kernel runs about 300 µs, far longer than a launch.
 
 # %%
-from labkit.kernels_extra import kernel_gpu_us
+from labkit.course.kernels_extra import kernel_gpu_us
 
 PROBE = 10_000
 xb = labkit.to_device(x0)
@@ -350,5 +351,5 @@ iters = int(PROBE * 5 * launch_us / probe_us)
 print("iters =", iters)
 
 # %% tags=["check"]
-from labkit.exercises.nb01 import check_gpu_bound
+from labkit.course.exercises.nb01 import check_gpu_bound
 check_gpu_bound(iters)

@@ -44,13 +44,14 @@
 import labkit            # first: it chooses the backend before numba.cuda is imported
 import numpy as np
 import matplotlib.pyplot as plt
-from labkit import rt, check, timing, plot, workloads
+from labkit import rt, check, timing, plot
+from labkit.course import workloads
 
 print("backend :", labkit.backend, f"({labkit.backend_reason})")
 print("device  :", labkit.device_name())
 print("figures :", labkit.provenance())
 
-from labkit.kernels_extra import preprocess, infer_step, request_reference
+from labkit.course.kernels_extra import preprocess, infer_step, request_reference
 
 N, BLOCK = 4096, 256
 GRID = (N + BLOCK - 1) // BLOCK
@@ -435,5 +436,5 @@ with labkit.capture(ex_stream) as ex_cap:
 print(ex_cap.graph.node_kinds())
 
 # %% tags=["check"]
-from labkit.exercises.nb02 import check_request_graph
+from labkit.course.exercises.nb02 import check_request_graph
 check_request_graph(ex_cap.graph, x_host, ex_out, ex_stream)

@@ -27,13 +27,15 @@
 import labkit            # first: it chooses the backend before numba.cuda is imported
 import numpy as np
 import matplotlib.pyplot as plt
-from labkit import rt, check, timing, plot, workloads
+from labkit import rt, check, timing, plot
+from labkit.course import workloads
 
 print("backend :", labkit.backend, f"({labkit.backend_reason})")
 print("device  :", labkit.device_name())
 print("figures :", labkit.provenance())
 
-from labkit import explicit, kernels_extra
+from labkit import explicit
+from labkit.course import kernels_extra
 
 SZ = workloads.sizes()
 REPEAT, WARMUP = SZ["repeat"], SZ["warmup"]
@@ -311,7 +313,7 @@ my_breakeven = setup10 / (eager10 - graph10)
 print(f"break-even after {my_breakeven:.2f} iterations")
 
 # %% tags=["check"]
-from labkit.exercises.nb03 import check_breakeven
+from labkit.course.exercises.nb03 import check_breakeven
 ph = phases[10]
 check_breakeven(my_breakeven, ph["capture"].median + ph["instantiate"].median + ph["upload"].median,
                 eager10, graph10)

@@ -31,8 +31,9 @@
 import labkit            # first: it chooses the backend before numba.cuda is imported
 import numpy as np
 import networkx as nx
-from labkit import rt, check, timing, plot, workloads
-from labkit.workloads import add_one, saxpy, busy
+from labkit import rt, check, timing, plot
+from labkit.course import workloads
+from labkit.course.workloads import add_one, saxpy, busy
 
 print("backend :", labkit.backend, f"({labkit.backend_reason})")
 print("device  :", labkit.device_name())
@@ -349,5 +350,5 @@ origin.synchronize()
 plot.graph_dag(diamond, title="Your graph");
 
 # %% tags=["check"]
-from labkit.exercises.nb04 import check_diamond
+from labkit.course.exercises.nb04 import check_diamond
 check_diamond(diamond, w.copy_to_host(), np.full(N, 5.0, np.float32))

@@ -36,8 +36,9 @@
 import labkit            # first: it chooses the backend before numba.cuda is imported
 import numpy as np
 import networkx as nx
-from labkit import rt, check, timing, plot, workloads
-from labkit.workloads import add_one, saxpy, busy
+from labkit import rt, check, timing, plot
+from labkit.course import workloads
+from labkit.course.workloads import add_one, saxpy, busy
 
 print("backend :", labkit.backend, f"({labkit.backend_reason})")
 print("device  :", labkit.device_name())
@@ -50,7 +51,7 @@ import weakref
 import matplotlib.pyplot as plt
 from numba import cuda
 from labkit.cache import UpdatingGraph
-from labkit.exercises import nb05 as ex05
+from labkit.course.exercises import nb05 as ex05
 
 # Every size and repeat count of this notebook, in one place. The simulator is slower per launch
 # in real time, so it serves fewer requests; the shapes of the results are the same.

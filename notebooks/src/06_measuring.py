@@ -22,8 +22,9 @@
 # %%
 import numpy as np
 import labkit
-from labkit import rt, check, timing, plot, workloads
-from labkit.workloads import add_one, busy, chain
+from labkit import rt, check, timing, plot
+from labkit.course import workloads
+from labkit.course.workloads import add_one, busy, chain
 from numba import cuda
 
 print("backend:", labkit.backend, "|", labkit.device_name(), "|", labkit.provenance())
@@ -380,12 +381,12 @@ ax.set_ylim(min(map(min, shown.values())) / 1.5, max(map(max, shown.values())) *
 #
 # ## Exercise: remove the needless waits
 #
-# `labkit.exercises.nb06.slow_update(x, stream)` launches 20 `add_one` kernels and, after each,
+# `labkit.course.exercises.nb06.slow_update(x, stream)` launches 20 `add_one` kernels and, after each,
 # synchronizes and copies `x` to the host "to watch progress". Write `fast_update(x, stream)`
 # with the same result, at most 0.85× the time. Start from the copy below.
 
 # %% tags=["starter"]
-from labkit.exercises import nb06
+from labkit.course.exercises import nb06
 
 def fast_update(x, stream):
     for _ in range(nb06.N_KERNELS):
@@ -395,7 +396,7 @@ def fast_update(x, stream):
 
 
 # %% tags=["solution"]
-from labkit.exercises import nb06
+from labkit.course.exercises import nb06
 
 def fast_update(x, stream):
     for _ in range(nb06.N_KERNELS):

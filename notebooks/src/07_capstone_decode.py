@@ -20,7 +20,8 @@
 import numpy as np
 import matplotlib.pyplot as plt
 import labkit
-from labkit import decoder as dec, plot, timing, workloads
+from labkit import plot, timing
+from labkit.course import decoder as dec, workloads
 
 print("backend:", labkit.backend, "|", labkit.device_name(), "|", labkit.provenance())
 N_TOK = workloads.sizes()["tokens"]
@@ -29,7 +30,7 @@ stream = labkit.Stream()
 # %% [markdown]
 # ## 1. The model
 #
-# `labkit.decoder` is a small transformer decoder written as numba kernels, each with a numpy
+# `labkit.course.decoder` is a small transformer decoder written as numba kernels, each with a numpy
 # reference (the tests prove them equal). Per layer: RMSNorm, Q/K/V projections (matrix-vector),
 # a KV-cache write, attention scores, softmax, the weighted sum of values, the output projection,
 # a residual add, RMSNorm, MLP up, SiLU, MLP down, a residual add. Then a final RMSNorm, the logits
@@ -167,7 +168,7 @@ for name in ("eager", "graph"):
 # your executable 3 times and compares the tokens to the reference.
 
 # %% tags=["starter"]
-from labkit.exercises import nb07
+from labkit.course.exercises import nb07
 
 def build(model, stream, k):
     dec.capture_step(model, stream).close()    # warms up the kernels (JIT) outside the capture
@@ -177,7 +178,7 @@ def build(model, stream, k):
 
 
 # %% tags=["solution"]
-from labkit.exercises import nb07
+from labkit.course.exercises import nb07
 
 def build(model, stream, k):
     dec.capture_step(model, stream).close()    # warms up the kernels (JIT) outside the capture

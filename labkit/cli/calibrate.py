@@ -1,0 +1,242 @@
+"""``python -m labkit calibrate``: measure the simulator's cost model on a real GPU.
+
+Each figure is measured as the simulator uses it (see labkit/sim/runtime.py) and saved with its
+spread, the GPU, driver, versions and date, as JSON. Run it on the GPU the course should
+imitate; commit the file as ``labkit/calibration/h200.json`` (or point LABKIT_CALIBRATION at it).
+
+A GPU host's own speed drifts by tens of per cent from minute to minute (clocks, the CPU's
+frequency, other tenants). So the host costs are measured in several rounds, and each round
+also runs the chain benchmark (`labkit.cli.bench.measure_chain`), alternating which goes first:
+the model's figures and the benchmark it is checked against come from the same minutes. Each
+figure is the median over the rounds; ``p10``/``p90`` are over the rounds too. ``--bench-out``
+saves the benchmark's medians, which the fidelity test compares the simulator with.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+import labkit
+from labkit import timing
+from labkit.cli.bench import BLOCK, GRID, N, _capture_chain, _host, measure_chain, prepared_chain
+from labkit.measure.stats import Stats
+from labkit.course.workloads import add_one, busy, chain
+
+rt = labkit.rt
+K = 200                               # the chain benchmark's length
+SIZES = [1, 10, 100, 200, 1000]       # graph sizes of the per-node fits
+END_CAPTURE_PER_NODE_US = 0.3         # inside the capture figure; not separable from the host
+
+
+def _fit(sizes, values):
+    """Least-squares base + per-node slope."""
+    slope, base = np.polyfit(np.asarray(sizes, float), np.asarray(values, float), 1)
+    return float(max(base, 0.0)), float(max(slope, 0.0))
+
+
+def _fig(values) -> dict:
+    st = Stats(values)
+    return {"median": st.median, "p10": st.percentile(10), "p90": st.percentile(90), "n": st.n}
+
+
+def _host_round(x, y, s, ex) -> dict:
+    """One round of the host-cost figures (µs); the sweeps as lists over SIZES."""
+    r = {}
+    r["numba_launch_us"] = timing.measure(lambda: chain(K, x, s), sync=s, per=K, repeat=20).median
+    prep = labkit.prepare(add_one, GRID, BLOCK, s, x)
+    prepared_chain(prep, 2); s.synchronize()
+    r["prepared_launch_us"] = timing.measure(lambda: prepared_chain(prep, K), sync=s, per=K,
+                                             repeat=20).median
+
+    def begin_end():
+        rt.cudaStreamBeginCapture(s.handle, rt.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal)
+        _, gg = rt.cudaStreamEndCapture(s.handle)
+        rt.cudaGraphDestroy(gg)
+    r["begin_capture_us"] = timing.measure(begin_end, repeat=50).median
+    cap = _host(lambda: _capture_chain(K, x, s).close(), s, 10, warmup=1).median
+    # what one launch adds to a capture, so that begin + K launches + end is the whole capture
+    r["capture_launch_us"] = max(cap - r["begin_capture_us"], 0.0) / K - END_CAPTURE_PER_NODE_US
+    for name in ("graph_launch", "instantiate", "upload", "exec_update"):
+        r[name] = []
+    for n in SIZES:
+        gn = _capture_chain(n, x, s)
+        gn2 = _capture_chain(n, y, s)      # other buffers: an update that changes every node
+        r["instantiate"].append(_host(lambda: gn.instantiate().close(), s, 15, warmup=2).median)
+        en = gn.instantiate()
+        t0 = labkit.host_us(); en.launch(s); s.synchronize(); first = labkit.host_us() - t0
+        steady = timing.measure(lambda: en.launch(s), sync=s, repeat=10).median
+        r["upload"].append(max(first - steady, 0.0))
+        r["graph_launch"].append(_host(lambda: en.launch(s), s, 100).median)
+        ups = []
+        for i in range(16):
+            t0 = labkit.host_us(); en.update(gn2 if i % 2 == 0 else gn); ups.append(labkit.host_us() - t0)
+        r["exec_update"].append(float(np.median(ups)))
+        en.close(); gn.close(); gn2.close()
+    # the same node update the benchmark times: kernel node 0 pointed at the other buffer
+    r["node_update_us"] = _host(lambda: ex.set_kernel_args(0, add_one, GRID, BLOCK, y), s, 40).median
+    ev = labkit.Event()
+    r["api_us"] = _host(lambda: rt.cudaEventRecord(ev.handle, s.handle), s, 200).median
+    ev.close()
+    r["sync_us"] = timing.measure(lambda: rt.cudaStreamSynchronize(s.handle), repeat=200).median
+    r["one_launch_us"] = timing.measure(lambda: add_one[GRID, BLOCK, s](x), sync=s, repeat=50).median
+    return r
+
+
+def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
+    """Calibrate: ``rounds`` interleaved rounds of host costs and the chain benchmark.
+
+    Returns the calibration (``params``) with the benchmark's medians under ``bench``.
+    ``require_gpu=False`` lets the simulator calibrate itself, which the tests use to check
+    that each figure is measured the way the simulator models it.
+    """
+    if require_gpu and labkit.backend != "cuda":
+        raise SystemExit("calibrate measures a real GPU: run it with LABKIT_BACKEND=cuda on a GPU host")
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, got {rounds}")
+    s = labkit.Stream()
+    x = labkit.to_device(np.zeros(N, np.float32))
+    y = labkit.to_device(np.zeros(N, np.float32))
+    chain(2, x, s); busy[1, 32, s](x, 10); s.synchronize()
+    g = _capture_chain(K, x, s)
+    ex = g.instantiate()
+    ex.launch(s); s.synchronize()
+    hosts, benches = [], []
+    for i in range(rounds):            # alternate the order, so drift hits both alike
+        if i % 2:
+            benches.append(measure_chain(K))
+        hosts.append(_host_round(x, y, s, ex))
+        if not i % 2:
+            benches.append(measure_chain(K))
+    P = {}
+    for name in ("numba_launch_us", "prepared_launch_us", "begin_capture_us", "capture_launch_us",
+                 "node_update_us", "api_us", "sync_us"):
+        P[name] = _fig([h[name] for h in hosts])
+    for name in ("graph_launch", "instantiate", "upload", "exec_update"):
+        per_size = np.median([h[name] for h in hosts], axis=0).tolist()
+        base, per = _fit(SIZES, per_size)
+        P[f"{name}_base_us"] = {"median": base, "sizes": SIZES, "measured": per_size,
+                                "rounds": [h[name] for h in hosts]}
+        P[f"{name}_per_node_us"] = {"median": per}
+    P["end_capture_per_node_us"] = {"median": END_CAPTURE_PER_NODE_US,
+                                    "source": "not separable from the host; inside capture_launch_us"}
+    # GPU time of one node of a graph of tiny kernels: 5 replays back to back, so the wait for
+    # the first one to start is spread over 5 × K nodes
+    gpu = timing.gpu_measure(lambda: [ex.launch(s) for _ in range(5)], s, repeat=30, per=5 * K)
+    # copies and memory
+    small, big = labkit.pinned_array(1024, np.float32), labkit.pinned_array(16 << 20, np.float32)
+    dsmall, dbig = labkit.device_array(1024, np.float32), labkit.device_array(16 << 20, np.float32)
+    H2D = rt.cudaMemcpyKind.cudaMemcpyHostToDevice
+
+    def copies(dst, src, n, kind, times):
+        d, h = dst.device_ctypes_pointer.value, getattr(src, "ctypes", None)
+        sp = h.data if h is not None else src.device_ctypes_pointer.value
+
+        def go():           # back to back: the GPU's time per copy, not the launch gap before it
+            for _ in range(times):
+                rt.cudaMemcpyAsync(d, sp, n, kind, s.handle)
+        return go
+    bw = timing.gpu_measure(copies(dbig, big, big.nbytes, H2D, 1), s, repeat=10).median
+    P["memcpy_GBps"] = {"median": big.nbytes / (bw * 1e3)}
+    # 20 and 40 small copies: the difference per copy is one copy's time, no launch gap in it;
+    # less the bytes' time at that bandwidth, what is left is the copy's fixed latency
+    t20, t40 = (timing.gpu_measure(copies(dsmall, small, 4096, H2D, n), s, repeat=30).median
+                for n in (20, 40))
+    P["memcpy_latency_us"] = {"median": (t40 - t20) / 20 - 4096 / (P["memcpy_GBps"]["median"] * 1e3)}
+    d2 = labkit.device_array(16 << 20, np.float32)
+    D2D = rt.cudaMemcpyKind.cudaMemcpyDeviceToDevice
+    # two lengths of device-to-device copy: the difference is bandwidth alone, no latency; such
+    # a copy reads and writes every byte, 2 × its size of memory traffic
+    half, full = (timing.gpu_measure(copies(d2, dbig, n, D2D, 5), s, repeat=10, per=5).median
+                  for n in (dbig.nbytes // 2, dbig.nbytes))
+    P["device_GBps"] = {"median": dbig.nbytes / ((full - half) * 1e3)}
+
+    def malloc_free():
+        _, p = rt.cudaMalloc(1 << 20)
+        rt.cudaFree(p)
+    # cudaFree costs one small API call: the rest is cudaMalloc's
+    P["malloc_us"] = _fig(timing.measure(malloc_free, repeat=30).samples - P["api_us"]["median"])
+    # a spinning kernel at two lengths: the difference is the loop alone, without the launch
+    iters = 100_000
+    b1, b2 = (timing.gpu_measure(lambda: busy[1, 32, s](x, n), s, repeat=5).median
+              for n in (iters, 2 * iters))
+
+    # One kernel's GPU time from a CUPTI trace, last of all: while CUPTI is attached every
+    # launch is dearer, so no host cost may be measured after it.
+    # A trace that fails must not lose the rounds measured above: fall back, and say why.
+    from labkit.measure import _cupti
+    kern, why = None, "no CUPTI: " + _cupti.available()[1]
+    if labkit.backend == "sim" or _cupti.available()[0]:
+        try:
+            with timing.timeline() as rec:
+                ex.launch(s); s.synchronize()
+            d = [sp.end_us - sp.start_us for sp in rec.timeline.spans if sp.kind == "kernel"]
+            kern, why = (float(np.median(d)), "") if d else (None, "the trace held no kernel")
+        except Exception as e:    # noqa: BLE001 - recorded in the file, not hidden
+            why = f"the trace failed: {type(e).__name__}: {e}"
+    kernel_us = kern if kern is not None else 0.8 * gpu.median
+    P["kernel_us"] = {"median": kernel_us,
+                      "source": "timeline" if kern is not None else f"0.8 × graph node ({why})"}
+    P["graph_node_gap_us"] = {"median": max(gpu.median - kernel_us, 0.0)}
+    P["busy_ns_per_iter"] = {"median": (b2 - b1) * 1000.0 / iters}
+    one = float(np.median([h["one_launch_us"] for h in hosts]))
+    # one launch + sync, less numba's launch and the kernel: the time from the launch call's
+    # return to the kernel's start (the sync returns as the kernel ends)
+    P["launch_latency_us"] = {"median": max(one - P["numba_launch_us"]["median"] - kernel_us, 0.5)}
+    ex.close(); g.close()
+    props = labkit.check(rt.cudaGetDeviceProperties(0))
+    drv = labkit.check(rt.cudaDriverGetVersion())
+    rtv = labkit.check(rt.cudaRuntimeGetVersion())
+    return {
+        "gpu": labkit.device_name(),
+        "sm_count": int(props.multiProcessorCount),
+        "compute_capability": [int(props.major), int(props.minor)],
+        "total_mem": int(props.totalGlobalMem),
+        "driver": f"CUDA driver API {drv // 1000}.{drv % 1000 // 10}",
+        "cuda_runtime": f"{rtv // 1000}.{rtv % 1000 // 10}",
+        "numba_cuda": metadata.version("numba-cuda"),
+        "cuda_bindings": metadata.version("cuda-bindings"),
+        "numpy": np.__version__,
+        "date": datetime.date.today().isoformat(),
+        "source": f"python -m labkit calibrate ({rounds} rounds)",
+        "params": P,
+        "bench": _bench_summary(benches),
+    }
+
+
+def _bench_summary(benches: list[dict]) -> dict:
+    """The benchmark's figures, each the median over the rounds, with every round's value."""
+    out = {k: benches[0][k] for k in ("backend", "device", "kernels")}
+    keys = [k for k, v in benches[0].items() if isinstance(v, float)]
+    for k in keys:
+        vals = [b[k] for b in benches if b[k] is not None]
+        out[k] = float(np.median(vals)) if vals else None
+    out["rounds"] = len(benches)
+    out["per_round"] = {k: [b[k] for b in benches] for k in keys}
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m labkit calibrate", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="calibration.json", help="where to write the calibration JSON")
+    ap.add_argument("--bench-out", default=None,
+                    help="where to write the benchmark's medians (default: OUT with -bench added)")
+    ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
+    a = ap.parse_args(argv)
+    if a.rounds < 1:
+        ap.error("--rounds must be at least 1")
+    data = measure(a.rounds)
+    bench = data.pop("bench")
+    out = Path(a.out)
+    bench_out = Path(a.bench_out) if a.bench_out else out.with_name(out.stem + "-bench" + out.suffix)
+    out.write_text(json.dumps(data, indent=2))
+    bench_out.write_text(json.dumps(bench, indent=1))
+    print(json.dumps({k: v["median"] for k, v in data["params"].items()}, indent=1))
+    print("bench medians:", json.dumps({k: v for k, v in bench.items() if k != "per_round"}))
+    print(f"wrote {out} and {bench_out}")
+    return 0

@@ -1,0 +1,320 @@
+"""``python -m labkit run``: execute the course and build a browsable site from it.
+
+Each notebook runs in a fresh ``python3`` kernel (nbclient), the way a learner's "Restart and
+run all" would. A failing notebook is named with its cell and error; the others still run; the
+exit code is 1. Into ``--out`` (``build/`` by default) go the executed notebooks and the
+course site, built by Sphinx with myst-nb from the notebooks just executed (myst-nb executes
+nothing itself) in sphinx-book-theme: ``index.html`` is the course map
+(``notebooks/README.md``) with each notebook's status, run time, backend/device and key figure
+(the last figure it drew); every notebook is a page with its outputs and figures, in a sidebar
+table of contents, with previous/next links and a search page.
+"""
+from __future__ import annotations
+
+import argparse
+import html
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]   # labkit/cli/run.py -> the checkout
+NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+SITE_SOURCE = "_site_source"    # inside --out: the Sphinx project this run writes
+SITE_TITLE = "CUDA Graphs Lab"
+
+# Printed by a throw-away interpreter with the kernels' environment, so the index says what
+# the kernels chose even for a notebook that failed before its first output.
+PROBE = (
+    "import labkit\n"
+    "name = getattr(labkit, 'device_name', None)\n"
+    "print(getattr(labkit, 'backend', '?'))\n"
+    "print(name() if callable(name) else '?')\n"
+)
+
+# The Sphinx configuration of the site. The notebooks arrive executed, so myst-nb only renders.
+CONF_PY = '''\
+project = {title!r}
+extensions = ["myst_nb"]
+nb_execution_mode = "off"
+myst_enable_extensions = ["dollarmath"]
+html_theme = "sphinx_book_theme"
+html_title = {title!r}
+html_theme_options = {{
+    "show_toc_level": 2,
+    "use_download_button": True,
+    "home_page_in_toc": True,
+    "footer_content_items": [],    # no author or copyright line to show
+}}
+html_last_updated_fmt = None
+exclude_patterns = ["**.ipynb_checkpoints"]
+# Course text is written for Jupyter, where a heading may skip a level.
+suppress_warnings = ["myst.header"]
+'''
+@dataclass
+class Result:
+    """How one notebook went."""
+
+    path: Path
+    status: str = "ok"          # "ok" or "failed"
+    seconds: float = 0.0
+    cell: int | None = None     # 1-based index of the failing cell, counting markdown cells
+    error: str = ""             # the full error, traceback included, as the terminal shows it
+    brief: str = ""             # its last line, e.g. "ValueError: boom", for the index
+    figure: str | None = None   # base64 PNG of the notebook's last image output
+    title: str = ""
+
+
+def notebook_dir() -> Path:
+    """The course's ``notebooks/``: beside the labkit package, else in the current directory."""
+    beside = PACKAGE_ROOT / "notebooks"
+    return beside if beside.is_dir() else Path.cwd() / "notebooks"
+
+
+def resolve(names: list[str]) -> list[Path]:
+    """Paths of the notebooks to run: each name is a path or a prefix such as ``02``.
+
+    Raises
+    ------
+    SystemExit
+        With the course's notebook names, when a name matches nothing.
+    """
+    folder = notebook_dir()
+    if not names:
+        return sorted(folder.glob(NOTEBOOK_GLOB))
+    paths = []
+    for name in names:
+        if Path(name).is_file():
+            paths.append(Path(name))
+            continue
+        matches = sorted(folder.glob(f"{Path(name).stem}*.ipynb"))
+        if len(matches) != 1:
+            known = ", ".join(p.stem for p in sorted(folder.glob(NOTEBOOK_GLOB))) or "none"
+            raise SystemExit(f"labkit run: {name!r} names {len(matches)} notebooks in {folder}; "
+                             f"give a path or one of: {known}")
+        paths.append(matches[0])
+    return paths
+
+
+def kernel_env(backend: str | None) -> dict[str, str]:
+    """The environment each kernel starts with."""
+    env = dict(os.environ)
+    # Kernels must draw inline PNGs for the pages and the index; an inherited Agg would not.
+    env.pop("MPLBACKEND", None)
+    if backend:
+        env["LABKIT_BACKEND"] = backend
+        if backend == "cuda":
+            # labkit sets NUMBA_ENABLE_CUDASIM=1 in this process when it chose "sim"; passed
+            # on, it would make every kernel simulate and labkit refuse the "cuda" backend.
+            env.pop("NUMBA_ENABLE_CUDASIM", None)
+    return env
+
+
+def probe_device(env: dict[str, str]) -> str:
+    """``"<backend> / <device>"`` as a kernel with ``env`` will see it, or the import error."""
+    done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True,
+                          text=True, timeout=300, cwd=PACKAGE_ROOT)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["import labkit failed"])[-1]
+        return f"unavailable ({last})"
+    backend, device = (done.stdout.strip().splitlines() + ["?", "?"])[:2]
+    return f"{backend} / {device}"
+
+
+def last_figure(nb) -> str | None:
+    """The base64 PNG of the notebook's last image output: its key figure."""
+    figure = None
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            png = output.get("data", {}).get("image/png")
+            if png:
+                figure = png.replace("\n", "")
+    return figure
+
+
+def title_of(nb, path: Path) -> str:
+    """The notebook's first markdown heading, else its file name."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("#"):
+                    return line.lstrip("#").strip()
+    return path.stem
+
+
+def execute(path: Path, out: Path, env: dict[str, str], timeout: int) -> Result:
+    """Run one notebook in a fresh kernel; write its executed copy into ``out``."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    result = Result(path=path, title=title_of(nb, path))
+    started = []
+    client = NotebookClient(
+        nb, timeout=timeout, kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent.resolve())}},
+        # The last cell started is the one that failed; nbclient's own error names no index.
+        on_cell_start=lambda cell, cell_index: started.append(cell_index))
+    t0 = time.perf_counter()
+    try:
+        client.execute(env=env)
+    except Exception as exc:  # a cell error, a timeout, or a dead kernel: report, go on
+        result.status = "failed"
+        result.cell = started[-1] + 1 if started else None
+        result.error = ANSI.sub("", str(exc)).strip() or type(exc).__name__
+        ename, evalue = getattr(exc, "ename", None), getattr(exc, "evalue", None)
+        result.brief = (f"{ename}: {evalue}" if ename else result.error.splitlines()[-1])
+    result.seconds = time.perf_counter() - t0
+    result.figure = last_figure(nb)
+    nbformat.write(nb, out / path.name)
+    return result
+
+
+def status_table(results: list[Result], device: str) -> str:
+    """The run's table, as HTML: one row per notebook with status, time, backend and figure."""
+    rows = []
+    for r in results:
+        status = ('<span class="ok">ok</span>' if r.status == "ok" else
+                  f'<span class="failed">failed at cell {r.cell}</span>'
+                  f'<pre>{html.escape(r.brief)}</pre>')
+        figure = (f'<img src="data:image/png;base64,{r.figure}" alt="key figure of {r.path.stem}">'
+                  if r.figure else "")
+        rows.append(
+            f'<tr><td><a href="{html.escape(r.path.stem)}.html">{html.escape(r.path.stem)}</a>'
+            f'<div>{html.escape(r.title)}</div></td><td>{status}</td>'
+            f'<td>{r.seconds:.1f} s</td><td>{html.escape(device)}</td><td>{figure}</td></tr>')
+    return f"""<style>
+table.labkit-run td, table.labkit-run th {{ padding: .4rem .8rem; vertical-align: top; }}
+table.labkit-run td div {{ color: #555; font-size: .9em; }}
+table.labkit-run img {{ max-width: 240px; max-height: 160px; }}
+table.labkit-run .ok {{ color: #1a7f37; font-weight: bold; }}
+table.labkit-run .failed {{ color: #cf222e; font-weight: bold; }}
+table.labkit-run pre {{ max-width: 28rem; white-space: pre-wrap; font-size: .8em; }}
+</style>
+<table class="labkit-run"><tr><th>notebook</th><th>status</th><th>run time</th>
+<th>backend / device</th><th>key figure</th></tr>
+{chr(10).join(rows)}
+</table>"""
+
+
+LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
+
+
+def course_map(readme: Path, pages: set[str]) -> str:
+    """``notebooks/README.md`` for the site: headings one level down, links to pages kept.
+
+    A link to a notebook that this run did not execute, or to a folder such as ``solutions/``,
+    has no page in the site; it stays as its text.
+    """
+    if not readme.is_file():
+        return ""
+    lines, fenced = [], False
+    for line in readme.read_text(encoding="utf-8").splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("#"):
+            line = "#" + line
+        lines.append(line)
+
+    def keep(m: re.Match) -> str:
+        target = m.group(2)
+        return m.group(0) if target.startswith(("http:", "https:")) or target in pages else m.group(1)
+    return LINK.sub(keep, "\n".join(lines))
+
+
+def landing_page(results: list[Result], device: str, readme: Path) -> str:
+    """The site's ``index.md``: the run's table, the course map and the table of contents."""
+    failed = sum(r.status != "ok" for r in results)
+    pages = {r.path.name for r in results}
+    toc = "\n".join(r.path.stem for r in results)
+    return (f"# {SITE_TITLE}\n\n"
+            f"Executed course: {len(results) - failed} ok, {failed} failed. "
+            f"Backend / device: {device}.\n\n"
+            f"```{{raw}} html\n{status_table(results, device)}\n```\n\n"
+            f"{course_map(readme, pages)}\n\n"
+            f"```{{toctree}}\n:hidden:\n:maxdepth: 1\n\n{toc}\n```\n")
+
+
+def build_site(results: list[Result], device: str, out: Path) -> tuple[bool, str]:
+    """Write the Sphinx project for ``results`` into ``out/_site_source`` and build it into ``out``.
+
+    Returns
+    -------
+    (ok, message)
+        ``ok`` is False when Sphinx failed; ``message`` then holds the end of its output.
+    """
+    src = out / SITE_SOURCE
+    shutil.rmtree(src, ignore_errors=True)    # only this run's notebooks belong in the site
+    src.mkdir(parents=True)
+    for r in results:
+        shutil.copy(out / r.path.name, src / r.path.name)
+    # The course map sits beside the notebooks (notebooks/README.md); tiny test runs have none.
+    readme = results[0].path.parent / "README.md" if results else Path("README.md")
+    (src / "index.md").write_text(landing_page(results, device, readme), encoding="utf-8")
+    (src / "conf.py").write_text(CONF_PY.format(title=SITE_TITLE), encoding="utf-8")
+    warnings = out / "sphinx-warnings.log"
+    done = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-E", "-q", "-j", "auto",
+         "-d", str(out / ".doctrees"), "-w", str(warnings), str(src), str(out)],
+        capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-20:])
+        return False, f"sphinx exited with {done.returncode}:\n{tail}"
+    return True, ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Execute notebooks, write the site into ``--out``; 0 if all ran, 1 if any failed.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        ``[NOTEBOOK ...] [--backend sim|cuda] [--out DIR] [--timeout S]``.
+    """
+    parser = argparse.ArgumentParser(
+        prog="python -m labkit run",
+        description="Execute the course notebooks (a fresh kernel each) and build the course "
+                    "site from them (Sphinx, myst-nb): index.html and one page per notebook.")
+    parser.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
+                        help=f"paths or name prefixes such as 02 (default: every "
+                             f"{NOTEBOOK_GLOB} in notebooks/, in order)")
+    parser.add_argument("--backend", choices=["sim", "cuda"],
+                        help="LABKIT_BACKEND for the kernels (default: the environment's, auto)")
+    parser.add_argument("--out", type=Path, default=Path("build"), help="site folder (build)")
+    parser.add_argument("--timeout", type=int, default=600, metavar="S",
+                        help="seconds one cell may run (600)")
+    args = parser.parse_args(argv)
+
+    from tqdm import tqdm
+
+    paths = resolve(args.notebooks)
+    if not paths:
+        print(f"labkit run: no {NOTEBOOK_GLOB} in {notebook_dir()}; run from the repository "
+              "root or name the notebooks", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    env = kernel_env(args.backend)
+    device = probe_device(env)
+    results = []
+    bar = tqdm(paths, unit="notebook", file=sys.stderr)
+    for path in bar:
+        bar.set_description(path.stem)
+        result = execute(path, args.out, env, args.timeout)
+        if result.status != "ok":
+            tqdm.write(f"FAILED {path.name}, cell {result.cell}:\n{result.error}\n", file=sys.stderr)
+        results.append(result)
+    bar.close()
+    t0 = time.perf_counter()
+    site_ok, message = build_site(results, device, args.out)
+    if not site_ok:
+        print(f"labkit run: the site was not built; {message}", file=sys.stderr)
+    failed = [r.path.name for r in results if r.status != "ok"]
+    print(f"{len(results) - len(failed)} ok, {len(failed)} failed; site: "
+          f"{args.out / 'index.html'} (built in {time.perf_counter() - t0:.0f} s)"
+          + (f"\nfailed: {', '.join(failed)}" if failed else ""))
+    return 1 if failed or not site_ok else 0

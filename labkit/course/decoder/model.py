@@ -1,0 +1,133 @@
+"""The decoder's configuration, weights and device buffers, and one decode step's launches."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..._kernel import device_array, to_device
+from .kernels import (TPB, advance, argmax, attn_out, attn_scores, embed, matvec, residual_add,
+                      rmsnorm, silu, softmax, store_kv)
+
+__all__ = ["Config", "Model", "make_model", "step"]
+
+
+@dataclass(frozen=True)
+class Config:
+    d_model: int = 64
+    n_heads: int = 4
+    d_ff: int = 128
+    vocab: int = 256
+    n_layers: int = 4
+    max_seq: int = 64
+
+    @property
+    def kernels_per_token(self) -> int:
+        return 15 * self.n_layers + 5
+
+
+@dataclass
+class Model:
+    """Host weights (numpy), their device copies and the device-resident decode state."""
+    cfg: Config
+    weights: dict
+    dev: dict = field(default_factory=dict)
+    state: dict = field(default_factory=dict)
+    warm: bool = False
+
+
+def _make_weights(cfg: Config, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    D, F, V, S = cfg.d_model, cfg.d_ff, cfg.vocab, cfg.max_seq
+
+    def mat(rows, cols):
+        return rng.standard_normal((rows, cols)) / math.sqrt(cols)
+
+    w = {"E": rng.standard_normal((V, D)), "Pe": 0.1 * rng.standard_normal((S, D)),
+         "norm_f": 1.0 + 0.1 * rng.standard_normal(D), "W_out": mat(V, D), "layers": []}
+    for _ in range(cfg.n_layers):
+        w["layers"].append({
+            "norm1": 1.0 + 0.1 * rng.standard_normal(D), "Wq": mat(D, D), "Wk": mat(D, D),
+            "Wv": mat(D, D), "Wo": mat(D, D), "norm2": 1.0 + 0.1 * rng.standard_normal(D),
+            "Wup": mat(F, D), "Wdown": mat(D, F)})
+    return w
+
+
+def make_model(seed: int = 0, **cfg) -> Model:
+    """A decoder with deterministic random float64 weights (numpy's seeded generator).
+
+    Keyword arguments override `Config` (d_model, n_heads, d_ff, vocab, n_layers, max_seq).
+    The weights and all per-step buffers are allocated once, here, never inside a step.
+    """
+    c = Config(**cfg)
+    if c.d_model % c.n_heads:
+        raise ValueError(f"d_model ({c.d_model}) must be a multiple of n_heads ({c.n_heads})")
+    m = Model(c, _make_weights(c, seed))
+    w, D = m.weights, c.d_model
+    m.dev = {k: to_device(w[k]) for k in ("E", "Pe", "norm_f", "W_out")}
+    m.dev["layers"] = [{k: to_device(v) for k, v in lw.items()} for lw in w["layers"]]
+    f8 = np.float64
+    m.state = {
+        "x": device_array(D, f8), "h": device_array(D, f8), "q": device_array(D, f8),
+        "k": device_array(D, f8), "v": device_array(D, f8), "att": device_array(D, f8),
+        "o": device_array(D, f8), "u": device_array(c.d_ff, f8),
+        "scores": device_array((c.n_heads, c.max_seq), f8),
+        "probs": device_array((c.n_heads, c.max_seq), f8),
+        "logits": device_array(c.vocab, f8),
+        "tok": device_array(1, np.int32), "pos": device_array(1, np.int32),
+        "history": device_array(c.max_seq, np.int32),
+        "kc": [device_array((c.max_seq, D), f8) for _ in range(c.n_layers)],
+        "vc": [device_array((c.max_seq, D), f8) for _ in range(c.n_layers)],
+    }
+    return m
+
+
+def _blocks(n: int) -> int:
+    return (n + TPB - 1) // TPB
+
+
+def step(m: Model, stream) -> int:
+    """Launch one decode step on ``stream``; returns the number of kernels launched.
+
+    Reads the token and position from device memory and leaves the next token and position
+    there, so the same launches (or their captured graph) serve every token.
+    """
+    c, d, s = m.cfg, m.dev, m.state
+    D, H = c.d_model, c.n_heads
+    g = _blocks(D)
+    n = 0
+
+    def k(kern, grid, block, *args):
+        nonlocal n
+        kern[grid, block, stream](*args)
+        n += 1
+
+    k(embed, g, TPB, d["E"], d["Pe"], s["tok"], s["pos"], s["x"])
+    for li, lw in enumerate(d["layers"]):
+        kc, vc = s["kc"][li], s["vc"][li]
+        k(rmsnorm, 1, TPB, s["x"], lw["norm1"], s["h"])
+        k(matvec, D, TPB, lw["Wq"], s["h"], s["q"])
+        k(matvec, D, TPB, lw["Wk"], s["h"], s["k"])
+        k(matvec, D, TPB, lw["Wv"], s["h"], s["v"])
+        k(store_kv, g, TPB, s["k"], s["v"], kc, vc, s["pos"])
+        k(attn_scores, H, TPB, s["q"], kc, s["pos"], s["scores"])
+        k(softmax, H, TPB, s["scores"], s["pos"], s["probs"])
+        k(attn_out, D, TPB, s["probs"], vc, s["pos"], s["att"])
+        k(matvec, D, TPB, lw["Wo"], s["att"], s["o"])
+        k(residual_add, g, TPB, s["x"], s["o"])
+        k(rmsnorm, 1, TPB, s["x"], lw["norm2"], s["h"])
+        k(matvec, c.d_ff, TPB, lw["Wup"], s["h"], s["u"])
+        k(silu, _blocks(c.d_ff), TPB, s["u"])
+        k(matvec, D, TPB, lw["Wdown"], s["u"], s["o"])
+        k(residual_add, g, TPB, s["x"], s["o"])
+    k(rmsnorm, 1, TPB, s["x"], d["norm_f"], s["h"])
+    k(matvec, c.vocab, TPB, d["W_out"], s["h"], s["logits"])
+    k(argmax, 1, TPB, s["logits"], s["tok"], s["history"], s["pos"])
+    k(advance, 1, 1, s["pos"])
+    return n
+
+
+def _check_len(c: Config, n_tokens: int):
+    if not 1 <= n_tokens <= c.max_seq:
+        raise ValueError(f"n_tokens must be 1..max_seq ({c.max_seq}), got {n_tokens}")

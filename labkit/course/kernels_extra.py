@@ -1,0 +1,101 @@
+"""Kernels for notebooks 02 and 03, each with a numpy reference the simulator runs.
+
+* `preprocess` and `infer_step`: the two kernels of the seed's C++ capture example;
+* `add_k`: the *fused* version of K back-to-back `labkit.course.workloads.add_one` launches: one
+  kernel that reads each element once, adds 1.0 ``k`` times in a register and writes it once.
+* `fusion_sizes`: array sizes for the fusion comparison that suit the active backend.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda
+
+from .. import _state
+from .._kernel import kernel
+
+__all__ = ["preprocess", "infer_step", "add_k", "request_reference", "fusion_sizes", "kernel_gpu_us"]
+
+
+def _n(grid, block, *arrays):
+    threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
+    return min(min(a.size for a in arrays), threads)
+
+
+def _preprocess_ref(grid, block, inp, work):
+    n = _n(grid, block, inp, work)
+    work.reshape(-1)[:n] = inp.reshape(-1)[:n] * np.float32(2.0) + np.float32(1.0)
+
+
+@kernel(reference=_preprocess_ref)
+def preprocess(inp, work):
+    """work = 2 * input + 1 (stands in for normalising a request)."""
+    i = cuda.grid(1)
+    if i < work.size and i < inp.size:
+        work[i] = inp[i] * 2.0 + 1.0
+
+
+def _infer_step_ref(grid, block, work, out):
+    n = _n(grid, block, work, out)
+    w = work.reshape(-1)[:n]
+    out.reshape(-1)[:n] = w * w - np.float32(3.0)
+
+
+@kernel(reference=_infer_step_ref)
+def infer_step(work, out):
+    """out = work² - 3 (stands in for one step of a model)."""
+    i = cuda.grid(1)
+    if i < out.size and i < work.size:
+        w = work[i]
+        out[i] = w * w - 3.0
+
+
+def request_reference(x: np.ndarray) -> np.ndarray:
+    """What preprocess followed by infer_step computes, in float32 numpy."""
+    w = x.astype(np.float32) * np.float32(2.0) + np.float32(1.0)
+    return w * w - np.float32(3.0)
+
+
+def _add_k_ref(grid, block, x, k):
+    n = min(x.size, grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2])
+    x.reshape(-1)[:n] += x.dtype.type(k)
+
+
+@kernel(reference=_add_k_ref)
+def add_k(x, k):
+    """x[i] += 1.0, ``k`` times, in one kernel: K add_one launches fused (exact below 2**24)."""
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        for _ in range(k):
+            v += 1.0
+        x[i] = v
+
+
+def fusion_sizes() -> dict:
+    """Elements, launch shape and K for the fusion comparison on the active backend.
+
+    The array is large enough that each add_one is limited by memory bandwidth, not by its
+    launch: a simulator run computes every kernel with numpy, so its array is smaller.
+    """
+    n = (1 << 24) if _state.backend == "cuda" else (1 << 22)
+    block = 256
+    return dict(n=n, block=block, grid=(n + block - 1) // block, k=50,
+                repeat=10 if _state.backend == "cuda" else 3)
+
+
+def kernel_gpu_us(launch, stream, k: int = 10, repeat: int = 5) -> float:
+    """GPU µs per kernel of ``launch(stream)``, with no host gaps between kernels.
+
+    An event pair around eager launches measures the stream's elapsed time, and that includes
+    the GPU waiting for the host. Here ``launch`` is captured ``k`` times into one graph, whose
+    kernels run back to back, and the graph's replay is timed with events.
+    """
+    from .._capture import capture
+    from ..measure.timing import gpu_measure
+    launch(stream)   # warm-up outside the capture
+    with capture(stream) as cap:
+        for _ in range(k):
+            launch(stream)
+    with cap.graph as g, g.instantiate(upload_stream=stream) as ex:
+        return gpu_measure(lambda: ex.launch(stream), stream, per=k, warmup=1,
+                           repeat=repeat).median

@@ -1,0 +1,688 @@
+"""The course's plots: one style, units on every axis, the backend and device in every title.
+
+Each function draws on ``ax`` (a new figure when None) and returns the Axes. Each takes
+``provenance``: the line that says where the numbers come from ("measured on NVIDIA H200",
+"simulated, calibrated on NVIDIA H200"); when None it asks ``labkit.provenance()``. A plot
+without it could pass simulated numbers off as measured ones.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from pathlib import Path
+from typing import Iterator, Mapping, Sequence
+
+import matplotlib
+import matplotlib.pyplot as plt
+import networkx as nx
+import numpy as np
+from cycler import cycler
+from matplotlib.lines import Line2D
+
+from labkit.measure._spans import SPAN_KINDS, Timeline
+from labkit.measure.stats import Stats
+
+__all__ = [
+    "style", "color_for", "colors_for", "breakeven", "timeline", "per_kernel_cost", "phase_costs",
+    "amortization", "latency_cdf", "latency_hist", "graph_dag", "bars", "savefig",
+]
+
+# Fixed colours, so "graph" is the same blue in every notebook. Most specific names first:
+# "prepared graph" must match "prepared" before "graph".
+SERIES_COLORS: dict[str, str] = {
+    "prepared": "#2ca02c",
+    "node update": "#8c564b",
+    "exec update": "#9467bd",
+    "recapture": "#ff7f0e",
+    "capture": "#17becf",
+    "instantiate": "#bcbd22",
+    "upload": "#7f7f7f",
+    "first launch": "#e377c2",
+    "steady launch": "#1f77b4",
+    "eager": "#d62728",
+    "graph": "#1f77b4",
+}
+# Colours for any other label, in order of appearance; none repeats a fixed colour above.
+_OTHER_COLORS = ["#ff9896", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173",
+                 "#3182bd", "#e6550d", "#31a354", "#756bb1"]
+
+KIND_COLORS: dict[str, str] = {
+    "api": "#a6a6a6",      # host API call that does not launch
+    "launch": "#d62728",   # kernel launch: the overhead this course is about
+    "graph": "#1f77b4",    # graph launch
+    "sync": "#f2b134",
+    "kernel": "#2ca02c",
+    "memcpy": "#9467bd",
+    "memset": "#8c564b",
+}
+NODE_COLORS: dict[str, str] = {
+    "kernel": "#2ca02c",
+    "memcpy": "#9467bd",
+    "memset": "#8c564b",
+    "empty": "#d9d9d9",
+    "event_record": "#f2b134",
+    "wait_event": "#ff7f0e",
+    "graph": "#1f77b4",
+    "host": "#17becf",
+}
+_UNKNOWN_NODE_COLOR = "#e377c2"
+
+_RC = {
+    "font.size": 11,
+    "axes.titlesize": 12,
+    "axes.labelsize": 11,
+    "legend.fontsize": 9,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "legend.frameon": False,
+    "figure.constrained_layout.use": True,
+    "savefig.dpi": 150,
+    "axes.prop_cycle": cycler(color=list(dict.fromkeys(SERIES_COLORS.values())) + _OTHER_COLORS),
+}
+
+
+@contextlib.contextmanager
+def style() -> Iterator[None]:
+    """The course's matplotlib style, as a context (every plot function applies it itself)."""
+    # The first figure of a Jupyter kernel switches pyplot to the inline backend, which turns
+    # interactive mode on; rc_context would turn it off again on exit, and no later cell would
+    # show its figure. So interactive mode survives the context.
+    keep = {}
+    try:
+        with plt.rc_context(_RC):
+            try:
+                yield
+            finally:
+                keep["interactive"] = matplotlib.is_interactive()
+    finally:
+        matplotlib.interactive(keep.get("interactive", matplotlib.is_interactive()))
+
+
+def color_for(label: str, index: int = 0) -> str:
+    """The colour of a series: fixed for known names ("eager", "graph", ...), else by ``index``.
+
+    Parameters
+    ----------
+    label : str
+        Series label; matched case-insensitively, ``_`` and ``-`` read as spaces.
+    index : int
+        Position of the series in its plot, used for labels with no fixed colour.
+    """
+    key = label.lower().replace("_", " ").replace("-", " ").strip()
+    if key in SERIES_COLORS:
+        return SERIES_COLORS[key]
+    for name, colour in SERIES_COLORS.items():
+        if name in key:
+            return colour
+    return _OTHER_COLORS[index % len(_OTHER_COLORS)]
+
+
+def colors_for(labels) -> list[str]:
+    """One colour per label, as `color_for` gives, but never the same colour twice in a plot
+    ("graph" and "graph (padded)" would both be the graph colour: the second gets its own)."""
+    out, used = [], set()
+    for index, label in enumerate(labels):
+        colour = color_for(label, index)
+        if colour in used:
+            free = [c for c in _OTHER_COLORS if c not in used]
+            colour = free[0] if free else _OTHER_COLORS[index % len(_OTHER_COLORS)]
+        used.add(colour)
+        out.append(colour)
+    return out
+
+
+def _provenance(provenance: str | None) -> str:
+    if provenance is not None:
+        return provenance
+    try:
+        import labkit
+
+        return str(labkit.provenance())
+    except (ImportError, AttributeError):
+        # labkit.provenance is provided by the package's __init__; say so rather than guess.
+        return "backend not reported (labkit.provenance() unavailable)"
+
+
+def _new_axes(ax, figsize: tuple[float, float]):
+    if ax is not None:
+        return ax
+    _, ax = plt.subplots(figsize=figsize)
+    return ax
+
+
+def _finish(ax, title: str, provenance: str | None, grid_axis: str | None = "both"):
+    prov = _provenance(provenance)
+    ax.set_title(f"{title}\n{prov}" if title else prov)
+    # Set explicitly: an ``ax`` made outside style() did not get the grid from rcParams.
+    ax.grid(False)
+    if grid_axis:
+        ax.grid(True, axis=grid_axis, alpha=0.3)
+    return ax
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def _as_stats(label: str, value) -> Stats:
+    return value if isinstance(value, Stats) else Stats(value, label)
+
+
+def _centre_and_band(values: Sequence) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Medians and a p5..p95 band for Stats; the values themselves (no band) for numbers."""
+    if values and all(isinstance(v, Stats) for v in values):
+        return (np.array([v.median for v in values]),
+                np.array([v.percentile(5) for v in values]),
+                np.array([v.percentile(95) for v in values]))
+    if any(isinstance(v, Stats) for v in values):
+        raise TypeError("a series mixes Stats and plain numbers; give all Stats or all numbers")
+    return np.asarray(values, dtype=float), None, None
+
+
+# --------------------------------------------------------------------------- timeline
+
+_SOURCE_LINES = {
+    "cupti": "GPU spans: CUPTI activity records",
+    "events": "GPU spans from CUDA event pairs (no CUPTI): each includes event-record overhead",
+    "model": "spans from the simulator's cost model",
+}
+
+
+def timeline(tl: Timeline, ax=None, title: str = "Timeline", t0: float | None = None,
+             window_us: float | None = None, provenance: str | None = None,
+             max_labels: int = 12):
+    """Draw a timeline as Nsight Systems does: a CPU row on top, then one row per stream.
+
+    Parameters
+    ----------
+    tl : Timeline
+        Spans with ``row``, ``name``, ``start_us``, ``end_us`` and ``kind``, plus ``source``
+        and ``note``.
+    ax : matplotlib Axes, optional
+    title : str
+    t0 : float, optional
+        Time (µs) shown as 0; the earliest span by default.
+    window_us : float, optional
+        Show only ``[t0, t0 + window_us]``.
+    provenance : str, optional
+        Where the numbers come from; ``labkit.provenance()`` when None.
+    max_labels : int
+        At most this many device spans per row get their name written in them (the widest).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    if not tl.spans:
+        raise ValueError("the timeline has no spans to draw; record a region that does some work")
+    origin = tl.start_us if t0 is None else float(t0)
+    if window_us is not None:
+        tl = tl.window(origin, origin + window_us)
+        if not tl.spans:
+            raise ValueError(f"no span falls in the {window_us} µs window from t0={origin}; "
+                             "widen window_us or move t0")
+    rows = tl.rows()
+    extent = (window_us if window_us is not None else tl.end_us - origin) or 1.0
+    # Zero-length spans (instant model events) would be invisible; give them a hairline.
+    min_width = extent * 1e-3
+    with style():
+        ax = _new_axes(ax, (11, 1.4 + 0.55 * len(rows)))
+        kinds_drawn: list[str] = []
+        for y, row in enumerate(rows):
+            row_spans = tl.row_spans(row)
+            for kind in SPAN_KINDS:
+                bars = [(s.start_us - origin, max(s.duration_us, min_width))
+                        for s in row_spans if s.kind == kind]
+                if bars:
+                    ax.broken_barh(bars, (y - 0.38, 0.76), facecolors=KIND_COLORS[kind],
+                                   linewidth=0)
+                    if kind not in kinds_drawn:
+                        kinds_drawn.append(kind)
+            _label_wide_spans(ax, row_spans, y, origin, extent, max_labels)
+        ax.set_yticks(range(len(rows)), rows)
+        ax.set_ylim(len(rows) - 0.5, -0.5)  # CPU on top, as in Nsight Systems
+        ax.set_xlim(0, extent)
+        source_line = _SOURCE_LINES.get(tl.source, f"source: {tl.source}")
+        ax.set_xlabel("time since t0 (µs)\n" + source_line + (f"; {tl.note}" if tl.note else ""))
+        handles = [Line2D([], [], color=KIND_COLORS[k], lw=8, label=k) for k in kinds_drawn]
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        return _finish(ax, title, provenance, grid_axis="x")
+
+
+def _label_wide_spans(ax, row_spans, y: float, origin: float, extent: float,
+                      max_labels: int) -> None:
+    device = [s for s in row_spans if s.kind in ("kernel", "memcpy", "memset")]
+    # A name fits in a bar about 6% of the axis wide; narrower bars stay unlabelled.
+    wide = sorted((s for s in device if s.duration_us >= 0.06 * extent),
+                  key=lambda s: -s.duration_us)[:max_labels]
+    for span in wide:
+        ax.text(span.start_us - origin + span.duration_us / 2, y, span.name, ha="center",
+                va="center", fontsize=8, color="white", clip_on=True)
+
+
+# --------------------------------------------------------------------------- sweeps
+
+def per_kernel_cost(ks: Sequence[float], series: Mapping[str, Sequence], ax=None,
+                    title: str = "Cost per kernel", logx: bool = True,
+                    provenance: str | None = None):
+    """Microseconds per kernel against the number of kernels K, one line per strategy.
+
+    Parameters
+    ----------
+    ks : sequence of int
+        Numbers of kernels per iteration (x).
+    series : dict of str to sequence
+        Label -> one value per K: numbers (µs per kernel) or Stats (drawn as the median with
+        a shaded p5..p95 band).
+    ax : matplotlib Axes, optional
+    title : str
+    logx : bool
+        Log-scaled K axis.
+    provenance : str, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    ks = np.asarray(ks, dtype=float)
+    with style():
+        ax = _new_axes(ax, (7, 4.5))
+        palette = colors_for(series)
+        for index, (label, values) in enumerate(series.items()):
+            values = list(values)
+            if len(values) != len(ks):
+                raise ValueError(f"series {label!r} has {len(values)} values for {len(ks)} K's; "
+                                 "give one value per entry of ks")
+            centre, lo, hi = _centre_and_band(values)
+            colour = palette[index]
+            ax.plot(ks, centre, marker="o", color=colour, label=label)
+            if lo is not None:
+                ax.fill_between(ks, lo, hi, color=colour, alpha=0.2, linewidth=0)
+        if logx:
+            ax.set_xscale("log")
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("kernels per iteration, K")
+        ax.set_ylabel("time per kernel (µs)")
+        ax.legend()
+        return _finish(ax, title, provenance)
+
+
+def phase_costs(sizes: Sequence[float], phases: Mapping[str, Sequence], ax=None,
+                title: str = "Cost of each graph phase", provenance: str | None = None):
+    """Cost of each phase of a graph's life (capture, instantiate, ...) against graph size.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Graph sizes in nodes (x).
+    phases : dict of str to sequence
+        Phase name -> one value per size: numbers (µs) or Stats (median, p5..p95 band).
+    ax : matplotlib Axes, optional
+    title : str
+    provenance : str, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    sizes = np.asarray(sizes, dtype=float)
+    with style():
+        ax = _new_axes(ax, (7, 4.5))
+        palette = colors_for(phases)
+        for index, (name, values) in enumerate(phases.items()):
+            values = list(values)
+            if len(values) != len(sizes):
+                raise ValueError(f"phase {name!r} has {len(values)} values for {len(sizes)} "
+                                 "sizes; give one value per size")
+            centre, lo, hi = _centre_and_band(values)
+            colour = palette[index]
+            ax.plot(sizes, centre, marker="o", color=colour, label=name)
+            if lo is not None:
+                ax.fill_between(sizes, lo, hi, color=colour, alpha=0.2, linewidth=0)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("graph size (nodes)")
+        ax.set_ylabel("time (µs)")
+        ax.legend()
+        return _finish(ax, title, provenance)
+
+
+# --------------------------------------------------------------------------- amortization
+
+def breakeven(setup_us: float, eager_iter_us: float, graph_iter_us: float) -> float | None:
+    """Iterations after which a graph's one-off setup has paid for itself.
+
+    ``setup_us / (eager_iter_us - graph_iter_us)``: from this many iterations on, setup plus
+    graph iterations cost no more than eager iterations.
+
+    Parameters
+    ----------
+    setup_us : float
+        One-off cost of the graph (capture + instantiate, and upload if measured apart), µs.
+    eager_iter_us, graph_iter_us : float
+        Cost of one iteration without and with the graph, µs.
+
+    Returns
+    -------
+    float or None
+        None when the graph iteration is not cheaper: the graph never pays off.
+    """
+    for name, value in (("setup_us", setup_us), ("eager_iter_us", eager_iter_us),
+                        ("graph_iter_us", graph_iter_us)):
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name}={value} must be a finite time >= 0 µs")
+    saving = eager_iter_us - graph_iter_us
+    if saving <= 0:
+        return None
+    return setup_us / saving
+
+
+def _time_unit(max_us: float) -> tuple[float, str]:
+    if max_us >= 1e6:
+        return 1e-6, "s"
+    if max_us >= 1e4:
+        return 1e-3, "ms"
+    return 1.0, "µs"
+
+
+def amortization(setup_us: float, eager_iter_us: float, graph_iter_us: float,
+                 iterations: int | Sequence[int], ax=None,
+                 title: str = "When does the graph pay off?", provenance: str | None = None):
+    """Cumulative time against iterations, eager vs graph, with the break-even marked.
+
+    Eager costs ``eager_iter_us * n``; the graph costs ``setup_us + graph_iter_us * n``.
+
+    Parameters
+    ----------
+    setup_us, eager_iter_us, graph_iter_us : float
+        As for :func:`breakeven`, in µs.
+    iterations : int or sequence of int
+        Largest iteration count to draw (from 0), or the counts themselves.
+    ax : matplotlib Axes, optional
+    title : str
+    provenance : str, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    be = breakeven(setup_us, eager_iter_us, graph_iter_us)
+    n = (np.arange(0, int(iterations) + 1) if np.ndim(iterations) == 0
+         else np.asarray(iterations, dtype=float))
+    eager = eager_iter_us * n
+    graph = setup_us + graph_iter_us * n
+    scale, unit = _time_unit(float(max(eager.max(), graph.max())))
+    with style():
+        ax = _new_axes(ax, (7, 4.5))
+        ax.plot(n, eager * scale, color=color_for("eager"),
+                label=f"eager: {_fmt(eager_iter_us)} µs/iter")
+        ax.plot(n, graph * scale, color=color_for("graph"),
+                label=f"graph: {_fmt(setup_us)} µs setup + {_fmt(graph_iter_us)} µs/iter")
+        if be is None:
+            ax.text(0.03, 0.95, "break-even: never (a graph iteration is not cheaper)",
+                    transform=ax.transAxes, va="top", color="black")
+        elif be > n.max():
+            ax.text(0.03, 0.95, f"break-even after {be:.1f} iterations, beyond the "
+                    f"{int(n.max())} drawn here", transform=ax.transAxes, va="top")
+        else:
+            ax.axvline(be, color="black", linestyle="--", linewidth=1)
+            ax.annotate(f"break-even after {be:.1f} iterations",
+                        xy=(be, (setup_us + graph_iter_us * be) * scale),
+                        xytext=(8, -18), textcoords="offset points", fontsize=9)
+        ax.set_xlabel("iterations")
+        ax.set_ylabel(f"cumulative time ({unit})")
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)
+        ax.legend(loc="lower right")
+        return _finish(ax, title, provenance)
+
+
+# --------------------------------------------------------------------------- distributions
+
+_PCT_MARKS = ((50, "o", "-"), (95, "s", "--"), (99, "^", ":"))
+
+
+def _pct_label(label: str, st: Stats) -> str:
+    return (f"{label}: p50 {_fmt(st.p50)} · p95 {_fmt(st.p95)} · p99 {_fmt(st.p99)} {st.unit}")
+
+
+def latency_cdf(stats_by_label: Mapping[str, object], ax=None,
+                title: str = "Latency distribution", logx: bool = False,
+                provenance: str | None = None):
+    """Empirical CDF of each series, with its p50, p95 and p99 marked.
+
+    Parameters
+    ----------
+    stats_by_label : dict of str to Stats or array_like
+        Label -> samples (µs unless a Stats says otherwise).
+    ax : matplotlib Axes, optional
+    title : str
+    logx : bool
+    provenance : str, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    with style():
+        ax = _new_axes(ax, (7, 4.5))
+        unit = "µs"
+        palette = colors_for(stats_by_label)
+        for index, (label, value) in enumerate(stats_by_label.items()):
+            st = _as_stats(label, value)
+            unit = st.unit
+            colour = palette[index]
+            xs = np.sort(st.samples)
+            ys = np.arange(1, st.n + 1) / st.n
+            ax.step(xs, ys, where="post", color=colour, label=_pct_label(label, st))
+            for q, marker, _ in _PCT_MARKS:
+                ax.plot([st.percentile(q)], [q / 100], marker=marker, color=colour,
+                        markersize=6, linestyle="none")
+        for q, marker, _ in _PCT_MARKS:
+            ax.axhline(q / 100, color="grey", linewidth=0.6, linestyle=":")
+        marks = [Line2D([], [], color="grey", marker=m, linestyle="none", label=f"p{q}")
+                 for q, m, _ in _PCT_MARKS]
+        if logx:
+            ax.set_xscale("log")
+        ax.set_ylim(0, 1.02)
+        ax.set_xlabel(f"latency ({unit})")
+        ax.set_ylabel("fraction of samples ≤ latency")
+        handles, _ = ax.get_legend_handles_labels()
+        ax.legend(handles=handles + marks, loc="lower right")
+        return _finish(ax, title, provenance)
+
+
+def latency_hist(stats_by_label: Mapping[str, object], ax=None, bins: int = 50,
+                 title: str = "Latency histogram", logx: bool = False,
+                 provenance: str | None = None):
+    """Histogram of each series on shared bins, with p50 (solid), p95 (dashed), p99 (dotted).
+
+    Parameters
+    ----------
+    stats_by_label : dict of str to Stats or array_like
+    ax : matplotlib Axes, optional
+    bins : int
+        Number of bins, shared by all series so their heights compare.
+    title : str
+    logx : bool
+        Log-spaced bins and axis (every sample must be > 0).
+    provenance : str, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    all_stats = {label: _as_stats(label, v) for label, v in stats_by_label.items()}
+    if not all_stats:
+        raise ValueError("latency_hist got no series; pass {label: Stats or samples}")
+    pooled = np.concatenate([st.samples for st in all_stats.values()])
+    if logx:
+        if pooled.min() <= 0:
+            raise ValueError("logx needs every sample > 0; use logx=False for this data")
+        edges = np.geomspace(pooled.min(), pooled.max() * (1 + 1e-9), bins + 1)
+    else:
+        edges = np.histogram_bin_edges(pooled, bins=bins)
+    with style():
+        ax = _new_axes(ax, (7, 4.5))
+        unit = "µs"
+        palette = colors_for(all_stats)
+        for index, (label, st) in enumerate(all_stats.items()):
+            unit = st.unit
+            colour = palette[index]
+            ax.hist(st.samples, bins=edges, color=colour, alpha=0.35, label=_pct_label(label, st))
+            ax.hist(st.samples, bins=edges, color=colour, histtype="step", linewidth=1)
+            for q, _, linestyle in _PCT_MARKS:
+                ax.axvline(st.percentile(q), color=colour, linestyle=linestyle, linewidth=1.2)
+        marks = [Line2D([], [], color="grey", linestyle=ls, label=f"p{q}")
+                 for q, _, ls in _PCT_MARKS]
+        if logx:
+            ax.set_xscale("log")
+        ax.set_xlabel(f"latency ({unit})")
+        ax.set_ylabel("samples per bin")
+        handles, _ = ax.get_legend_handles_labels()
+        ax.legend(handles=handles + marks, loc="upper right")
+        return _finish(ax, title, provenance)
+
+
+# --------------------------------------------------------------------------- DAG
+
+def _layered_positions(g: nx.DiGraph) -> tuple[dict, list[list]]:
+    """Top-down layers from topological generations; within a layer, nodes sit under the
+    mean position of their parents (a barycentre pass), which keeps fork/join drawings tidy."""
+    try:
+        layers = [list(layer) for layer in nx.topological_generations(g)]
+    except nx.NetworkXUnfeasible as exc:
+        raise ValueError("the graph has a cycle, but a CUDA graph is a DAG; look for an edge "
+                         "that points back to an earlier node") from exc
+    order = {node: i for i, node in enumerate(g.nodes)}
+    pos: dict = {}
+    for depth, layer in enumerate(layers):
+        def barycentre(node):
+            parents = [pos[p][0] for p in g.predecessors(node) if p in pos]
+            return (sum(parents) / len(parents) if parents else 0.0, order[node])
+        if depth:
+            layer.sort(key=barycentre)
+        else:
+            layer.sort(key=order.__getitem__)
+        for i, node in enumerate(layer):
+            pos[node] = (i - (len(layer) - 1) / 2, -depth)
+    return pos, layers
+
+
+def graph_dag(g, ax=None, title: str = "Graph", provenance: str | None = None):
+    """Draw a graph's DAG top-down, nodes coloured by kind (networkx + matplotlib only).
+
+    Parameters
+    ----------
+    g : networkx.DiGraph or object with ``to_networkx()``
+        Nodes may carry ``kind`` ("kernel", "memcpy", "memset", "empty", "event_record",
+        "wait_event", "graph", ...) and ``label`` attributes.
+    ax : matplotlib Axes, optional
+    title : str
+        Node and edge counts are appended.
+    provenance : str, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    graph = g.to_networkx() if hasattr(g, "to_networkx") else g
+    if not isinstance(graph, nx.DiGraph):
+        raise TypeError(f"graph_dag needs a networkx.DiGraph or an object with .to_networkx(), "
+                        f"got {type(g).__name__}")
+    pos, layers = _layered_positions(graph)
+    n_nodes, n_edges = graph.number_of_nodes(), graph.number_of_edges()
+    widest = max((len(layer) for layer in layers), default=1)
+    # Labels stop being readable past a few dozen nodes; the shape still tells the story.
+    node_size = 1300 if n_nodes <= 30 else 500 if n_nodes <= 80 else 120
+    with style():
+        ax = _new_axes(ax, (min(max(2 + 1.6 * widest, 5), 14),
+                            min(max(1.5 + 0.9 * len(layers), 3), 14)))
+        if n_nodes == 0:
+            ax.text(0.5, 0.5, "empty graph", ha="center", va="center", transform=ax.transAxes)
+        else:
+            nx.draw_networkx_edges(graph, pos, ax=ax, arrows=True, arrowstyle="-|>",
+                                   arrowsize=12, node_size=node_size, edge_color="#555555")
+            kinds = sorted({graph.nodes[n].get("kind", "unknown") for n in graph.nodes},
+                           key=lambda k: (k not in NODE_COLORS, k))
+            for kind in kinds:
+                nodes = [n for n in graph.nodes if graph.nodes[n].get("kind", "unknown") == kind]
+                nx.draw_networkx_nodes(graph, pos, nodelist=nodes, ax=ax, node_size=node_size,
+                                       node_color=NODE_COLORS.get(kind, _UNKNOWN_NODE_COLOR),
+                                       edgecolors="#333333", linewidths=0.8)
+            if n_nodes <= 60:
+                labels = {n: str(graph.nodes[n].get("label", n))[:14] for n in graph.nodes}
+                nx.draw_networkx_labels(graph, pos, labels=labels, ax=ax, font_size=8)
+            handles = [Line2D([], [], marker="o", linestyle="none", markersize=9,
+                              markerfacecolor=NODE_COLORS.get(k, _UNKNOWN_NODE_COLOR),
+                              markeredgecolor="#333333", label=k) for k in kinds]
+            ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+            ax.margins(0.15)
+        ax.set_axis_off()
+        return _finish(ax, f"{title}: {n_nodes} nodes, {n_edges} edges", provenance, grid_axis=None)
+
+
+# --------------------------------------------------------------------------- bars
+
+def bars(values: Mapping[str, object], ax=None, ylabel: str = "µs", log: bool = False,
+         title: str = "Comparison", provenance: str | None = None):
+    """Bars comparing strategies, the value printed on each.
+
+    Parameters
+    ----------
+    values : dict of str to float or Stats
+        Label -> value; a Stats shows its median with a whisker up to its p95.
+    ax : matplotlib Axes, optional
+    ylabel : str
+        Axis label with its unit, e.g. "time per update (µs)".
+    log : bool
+        Log-scaled value axis.
+    title : str
+    provenance : str, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    if not values:
+        raise ValueError("bars got no values; pass {label: number or Stats}")
+    labels = list(values)
+    heights = [v.median if isinstance(v, Stats) else float(v) for v in values.values()]
+    upper = [v.p95 - v.median if isinstance(v, Stats) else 0.0 for v in values.values()]
+    has_whiskers = any(isinstance(v, Stats) for v in values.values())
+    with style():
+        ax = _new_axes(ax, (max(4.5, 1.2 * len(labels) + 2), 4.5))
+        x = np.arange(len(labels))
+        ax.bar(x, heights, color=colors_for(labels),
+               yerr=[np.zeros(len(labels)), upper] if has_whiskers else None, capsize=4)
+        for xi, height, up in zip(x, heights, upper):
+            ax.annotate(_fmt(height), xy=(xi, height + up), xytext=(0, 3),
+                        textcoords="offset points", ha="center", va="bottom", fontsize=9)
+        long_labels = any(len(label) > 10 for label in labels)
+        ax.set_xticks(x, labels, rotation=20 if long_labels else 0,
+                      ha="right" if long_labels else "center")
+        if log:
+            ax.set_yscale("log")
+        else:
+            ax.set_ylim(0, max(h + u for h, u in zip(heights, upper)) * 1.15 or 1.0)
+        ax.set_ylabel(ylabel)
+        return _finish(ax, title, provenance, grid_axis="y")
+
+
+def savefig(fig, path: str | Path, dpi: int = 150) -> Path:
+    """Save a Figure (or the Figure of an Axes) to ``path``, making parent folders.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+    """
+    figure = fig.figure if hasattr(fig, "figure") and not hasattr(fig, "savefig") else fig
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=dpi, bbox_inches="tight")
+    return path

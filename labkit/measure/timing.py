@@ -1,0 +1,174 @@
+"""Measuring: warm-up apart from counted runs, host/CPU/GPU time, graph phases, timelines.
+
+Every function reads `labkit.host_us` / `labkit.cpu_us` and CUDA events, so the same code gives
+measured figures on a GPU and modelled ones (the simulator's calibrated clock) on the CPU.
+"""
+from __future__ import annotations
+
+import contextlib
+
+from .. import _state
+from .._errors import check
+from .._kernel import stream_handle
+from ._spans import Span, Timeline
+from .stats import Stats
+
+__all__ = ["measure", "gpu_measure", "wall_and_cpu", "graph_phases", "timeline", "Stats"]
+
+rt = _state.rt
+
+
+def _sync(stream):
+    check(rt.cudaStreamSynchronize(stream_handle(stream)), "synchronize")
+
+
+def measure(fn, *, warmup: int = 3, repeat: int = 30, label: str = "", per: int = 1,
+            sync=None) -> Stats:
+    """Host wall time of ``fn()`` in µs (divided by ``per``), after ``warmup`` uncounted calls.
+
+    ``sync``: a stream to synchronize after each call, inside the timed region (so the figure is
+    the time until the work is done, not just submitted). Without it only submission is timed.
+    """
+    for _ in range(warmup):
+        fn()
+        if sync is not None:
+            _sync(sync)
+    if sync is not None:
+        _sync(sync)
+    samples = []
+    for _ in range(repeat):
+        t0 = _state.host_us()
+        fn()
+        if sync is not None:
+            _sync(sync)
+        samples.append((_state.host_us() - t0) / per)
+    return Stats(samples, label=label)
+
+
+def gpu_measure(fn, stream, *, warmup: int = 3, repeat: int = 30, label: str = "",
+                per: int = 1) -> Stats:
+    """GPU time of the work ``fn()`` queues on ``stream``, from an event pair around it, in µs."""
+    h = stream_handle(stream)
+    start = check(rt.cudaEventCreate())
+    end = check(rt.cudaEventCreate())
+    try:
+        for _ in range(warmup):
+            fn()
+        samples = []
+        for _ in range(repeat):
+            check(rt.cudaEventRecord(start, h))
+            fn()
+            check(rt.cudaEventRecord(end, h))
+            check(rt.cudaEventSynchronize(end))
+            samples.append(check(rt.cudaEventElapsedTime(start, end)) * 1000.0 / per)
+    finally:
+        rt.cudaEventDestroy(start)
+        rt.cudaEventDestroy(end)
+    return Stats(samples, label=label)
+
+
+def wall_and_cpu(fn) -> tuple[float, float]:
+    """``(wall µs, CPU µs)`` of one call of ``fn``; CPU/wall is the host's utilization."""
+    w0, c0 = _state.host_us(), _state.cpu_us()
+    fn()
+    return _state.host_us() - w0, _state.cpu_us() - c0
+
+
+def graph_phases(record, stream, *, repeat: int = 5, steady: int = 20) -> dict[str, Stats]:
+    """The phases of a graph's life, each timed on its own (host µs).
+
+    ``record(stream)`` submits the work to capture. Returns Stats for ``capture``,
+    ``instantiate``, ``upload``, ``first_launch`` (launch + sync of a fresh, not uploaded
+    executable), ``uploaded_first_launch`` and ``steady_launch`` (launch + sync once warm).
+    """
+    from .._capture import capture
+    out = {k: [] for k in ("capture", "instantiate", "upload", "first_launch",
+                           "uploaded_first_launch", "steady_launch")}
+    record(stream)           # warm-up: JIT, module load, allocations happen here, not in capture
+    _sync(stream)
+    for _ in range(repeat):
+        t0 = _state.host_us()
+        with capture(stream) as cap:
+            record(stream)
+        out["capture"].append(_state.host_us() - t0)
+        g = cap.graph
+        t0 = _state.host_us()
+        ex = g.instantiate()
+        out["instantiate"].append(_state.host_us() - t0)
+        t0 = _state.host_us()
+        ex.launch(stream)
+        _sync(stream)
+        out["first_launch"].append(_state.host_us() - t0)
+        ex2 = g.instantiate()
+        t0 = _state.host_us()
+        ex2.upload(stream)
+        _sync(stream)
+        out["upload"].append(_state.host_us() - t0)
+        t0 = _state.host_us()
+        ex2.launch(stream)
+        _sync(stream)
+        out["uploaded_first_launch"].append(_state.host_us() - t0)
+        for _ in range(steady):
+            t0 = _state.host_us()
+            ex.launch(stream)
+            _sync(stream)
+            out["steady_launch"].append(_state.host_us() - t0)
+        ex.close()
+        ex2.close()
+        g.close()
+    return {k: Stats(v, label=k) for k, v in out.items()}
+
+
+class _Recording:
+    """Filled when the ``with labkit.timing.timeline()`` block ends: ``.timeline``."""
+
+    timeline: Timeline | None = None
+
+
+@contextlib.contextmanager
+def timeline(note: str = ""):
+    """Record what the block does: CPU API spans and GPU work per stream.
+
+    On the simulator the spans come from the model's clock; on a GPU from CUPTI (the ``gpu``
+    extra). Without CUPTI on a GPU, the block's GPU time is one event-pair span, and the plot
+    says so.
+    """
+    rec = _Recording()
+    if _state.backend == "sim":
+        from ..sim import clock
+        clock.start_trace()
+        try:
+            yield rec
+        finally:
+            spans = clock.stop_trace()
+        t0 = min((s.start_us for s in spans), default=0.0)
+        rec.timeline = Timeline([Span(s.row, s.name, s.start_us - t0, s.end_us - t0, s.kind)
+                                 for s in spans], source="model", note=note)
+        return
+    from . import _cupti
+    ok, why = _cupti.available()
+    if ok:
+        with _cupti.KernelTrace() as tr:
+            yield rec
+        tl = tr.timeline(note=note)
+        # CUPTI reports its own set-up calls first: start the picture at the first real work.
+        work = [sp.start_us for sp in tl.spans if sp.kind in ("launch", "graph", "kernel", "memcpy", "memset")]
+        t0 = min(work, default=0.0)
+        rec.timeline = Timeline([Span(sp.row, sp.name, sp.start_us - t0, sp.end_us - t0, sp.kind)
+                                 for sp in tl.spans if sp.end_us >= t0], source="cupti", note=note)
+        return
+    start, end = check(rt.cudaEventCreate()), check(rt.cudaEventCreate())
+    check(rt.cudaEventRecord(start, 0))
+    t0 = _state.host_us()
+    try:
+        yield rec
+    finally:
+        t1 = _state.host_us()
+        check(rt.cudaEventRecord(end, 0))
+        check(rt.cudaEventSynchronize(end))
+        gpu = check(rt.cudaEventElapsedTime(start, end)) * 1000.0
+        rt.cudaEventDestroy(start)
+        rt.cudaEventDestroy(end)
+    rec.timeline = Timeline([Span("CPU", "region", 0.0, t1 - t0, "api"),
+                             Span("GPU (events)", "all GPU work", 0.0, gpu, "kernel")],
+                            source="events", note=f"no CUPTI ({why}); {note}")
