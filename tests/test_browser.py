@@ -207,7 +207,8 @@ def _run_all(page, expect, url: str) -> None:
 
     page.set_default_timeout(NOTEBOOK_LIMIT_MS)
     page.goto(url)
-    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_be_visible()
+    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_be_visible(
+        timeout=NOTEBOOK_LIMIT_MS)
 
     # JupyterLab can show the kernel idle a moment before it accepts executions; a Run All sent
     # then is silently dropped (seen about one time in two). Queued cells show "[*]" at once,
