@@ -166,10 +166,10 @@ def test_run_all_runs_the_learner_notebook_to_its_check_which_alone_shows_an_err
     errors = {i: f"{o.ename}: {o.evalue}" for i, c in code for o in c.outputs
               if o.output_type == "error"}
     check = code[-1][0]
-    assert "check" in saved.cells[check].metadata.get("tags", []), "the last code cell is the check"
     assert set(errors) == {check}, (
         f"Run All stopped at or showed errors in cells {errors} (not run: {not_run}); only the "
         f"final check, cell {check}, may fail")
+    assert "check" in saved.cells[check].metadata.get("tags", []), "the last code cell is the check"
     assert not not_run, f"cells {not_run} never ran"
     assert errors[check].startswith("AssertionError"), errors[check]
     figures = sum("image/png" in o.get("data", {}) for _, c in code for o in c.outputs)
@@ -207,7 +207,8 @@ def _run_all(page, expect, url: str) -> None:
 
     page.set_default_timeout(NOTEBOOK_LIMIT_MS)
     page.goto(url)
-    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_be_visible()
+    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_be_visible(
+        timeout=NOTEBOOK_LIMIT_MS)
 
     # JupyterLab can show the kernel idle a moment before it accepts executions; a Run All sent
     # then is silently dropped (seen about one time in two). Queued cells show "[*]" at once,

@@ -8,7 +8,6 @@ check ran cleanly and that the check raised the ``AssertionError`` of its functi
 """
 from __future__ import annotations
 
-import os
 import re
 
 import nbformat
@@ -25,10 +24,8 @@ def _run(path):
     from nbclient import NotebookClient
 
     nb = nbformat.read(path, as_version=4)
-    env = dict(os.environ)
-    env.setdefault("MPLBACKEND", "Agg")   # no figure needs drawing to a screen here
     NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute(env=env)
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
     return nb
 
 
