@@ -50,8 +50,10 @@ from kernels import BLOCK, GRID, N, add_one  # noqa: E402
 E = rt.cudaError_t
 OK = E.cudaSuccess
 _M = rt.cudaStreamCaptureMode
-MODES = {"global": _M.cudaStreamCaptureModeGlobal, "thread_local": _M.cudaStreamCaptureModeThreadLocal,
+MODES = {"global": _M.cudaStreamCaptureModeGlobal,
+         "thread_local": _M.cudaStreamCaptureModeThreadLocal,
          "relaxed": _M.cudaStreamCaptureModeRelaxed}
+NOT_CAPTURING = rt.cudaStreamCaptureStatus.cudaStreamCaptureStatusNone
 WHERES = ("capturing", "capturing_relaxed", "other", "other_relaxed")
 SIZE, JOIN_S = 4096, 30
 D2H = rt.cudaMemcpyKind.cudaMemcpyDeviceToHost
@@ -143,6 +145,11 @@ def _stream(c):
     c.stream = _ok(rt.cudaStreamCreate())
 
 
+def _free_async_in_capture(c):
+    c.after.append(lambda: c.free_async(c.ptr))   # a captured free never runs: free it after
+    return rt.cudaFreeAsync(c.ptr, c.cap)
+
+
 def _legacy_launch(c):
     add_one[GRID, BLOCK, 0](c.env.arr)
     return (OK,)
@@ -159,9 +166,7 @@ CALLS = {
     "cudaMallocAsync(capturing)": (lambda c: rt.cudaMallocAsync(SIZE, c.cap), None, None),
     "cudaMallocAsync(other)": (lambda c: c.keep(rt.cudaMallocAsync(SIZE, c.other), c.free_async),
                                None, None),
-    # A captured free never runs (the graph is not launched): free it afterwards either way.
-    "cudaFreeAsync(capturing)": (lambda c: (c.after.append(lambda: c.free_async(c.ptr)),
-                                            rt.cudaFreeAsync(c.ptr, c.cap))[1], _async_ptr, None),
+    "cudaFreeAsync(capturing)": (_free_async_in_capture, _async_ptr, None),
     "cudaFreeAsync(other)": (lambda c: c.retry(rt.cudaFreeAsync(c.ptr, c.other), c.free_async,
                                                c.ptr), _async_ptr, None),
     "cudaMemcpy": (lambda c: rt.cudaMemcpy(c.env.host.ctypes.data, c.env.buf, 64, D2H), None, None),
@@ -205,7 +210,7 @@ def _make_call(fn, c) -> str:
 
 
 def _end_open_capture(stream):
-    if rt.cudaStreamIsCapturing(stream)[1] != rt.cudaStreamCaptureStatus.cudaStreamCaptureStatusNone:
+    if rt.cudaStreamIsCapturing(stream)[1] != NOT_CAPTURING:
         err, g = rt.cudaStreamEndCapture(stream)
         if err == OK and g is not None:
             rt.cudaGraphDestroy(g)
@@ -358,19 +363,20 @@ def probe(calls) -> dict:
 
 def probe_isolated(calls) -> dict:
     """Each call in its own process: one that breaks the context cannot touch the others."""
-    log = None
+    log = {"header": header(), "exchange": None, "cells": []}
     for call in calls:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "part.json"
-            p = subprocess.run([sys.executable, __file__, "--quiet", "--only", call, "--out", str(out)],
-                               capture_output=True, text=True, env=os.environ)
+            cmd = [sys.executable, __file__, "--quiet", "--only", call, "--out", str(out)]
+            p = subprocess.run(cmd, capture_output=True, text=True, env=os.environ)
             part = json.loads(out.read_text()) if out.exists() else None
-        if log is None and part is not None:
-            log = {**part, "cells": []}
         if part is None:
-            (log or {}).setdefault("crashed", {})[call] = f"exit {p.returncode}: {p.stderr[-400:]}"
-        else:
-            log["cells"] += part["cells"]
+            log.setdefault("crashed", {})[call] = f"exit {p.returncode}: {p.stderr[-400:]}"
+            continue
+        log["exchange"] = log["exchange"] or part["exchange"]
+        log["cells"] += part["cells"]
+        if "aborted" in part:
+            log["aborted"] = part["aborted"]
     return log
 
 
@@ -395,11 +401,14 @@ def table(log) -> str:
             row = []
             for where in WHERES:
                 r = cells.get((call, mode, where))
-                if r is None or "end" not in r:
-                    row.append("-" if r is None else num(r["rc"].removeprefix("setup failed: ")) + "!")
+                if r is None:
+                    row.append("-")
+                elif "end" not in r:
+                    row.append(num(r["rc"].removeprefix("setup failed: ")) + "!")
                 else:
                     dirty = "" if r.get("clean") == "ok" else "*"
-                    row.append(f"{num(r['rc'])}/{short.get(r['status'], '?')}/{num(r['end'])}{dirty}")
+                    status = short.get(r["status"], "?")
+                    row.append(f"{num(r['rc'])}/{status}/{num(r['end'])}{dirty}")
             lines.append(f"{call:<34}" + "".join(f"{x:>18}" for x in row))
     lines.append("\n'!': setup failed (shown: why); '*': the cell did not leave the process clean")
     return "\n".join(lines)
