@@ -318,6 +318,7 @@ def prepare() -> Env:
                  lambda: rt.cudaFreeHost(_ok(rt.cudaMallocHost(SIZE))),
                  lambda: c.free_async(_ok(rt.cudaMallocAsync(SIZE, env.other))),
                  lambda: rt.cudaMemset(env.buf, 0, 64),
+                 lambda: rt.cudaMemcpy(env.host.ctypes.data, env.buf, 64, D2H),   # staging buffer
                  lambda: rt.cudaStreamDestroy(_ok(rt.cudaStreamCreate())),
                  lambda: rt.cudaEventDestroy(_ok(rt.cudaEventCreate()))):
         try:
