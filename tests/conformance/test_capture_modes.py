@@ -59,6 +59,29 @@ def test_a_new_thread_starts_in_global_mode_whatever_its_parent_set():
 @pytest.mark.parametrize("logged", CELLS, ids=_id)
 def test_the_cell_matches_the_h200(logged, env):
     got = cm.run_cell(logged["call"], logged["mode"], logged["where"], env)
-    diff = {f: (logged.get(f), got.get(f)) for f in cm.FIELDS if got.get(f) != logged.get(f)}
-    assert diff == {}, (f"{_id(logged)} differs from the H200 (field: (H200, here)); the H200 "
-                        f"gives {cm.outcome(logged)}, here {cm.outcome(got)}")
+    diff = [f"{f}: H200 {logged.get(f)}, here {got.get(f)}"
+            for f in cm.FIELDS if got.get(f) != logged.get(f)]
+    assert not diff, (f"{_id(logged)}: the H200 gives {cm.outcome(logged)}, here "
+                      f"{cm.outcome(got)}; " + "; ".join(diff))
+
+
+def test_the_last_error_is_the_calling_threads_own(res):
+    """CUDA documents the last error as per host thread. The log cannot show it (the other
+    thread reads its own error, which clears it), so this test is its check on a GPU."""
+    import threading
+
+    rt, E, seen = labkit.rt, labkit.rt.cudaError_t, {}
+    s = res.stream()
+    rt.cudaGetLastError()
+    assert rt.cudaStreamEndCapture(s) == (E.cudaErrorIllegalState, None)   # not capturing
+
+    def other():
+        seen["peek"] = rt.cudaPeekAtLastError()[0]
+        rt.cudaStreamEndCapture(s)          # its own 401, which the main thread must not get
+        seen["own"] = rt.cudaGetLastError()[0]
+    t = threading.Thread(target=other)
+    t.start()
+    t.join(cm.JOIN_S)
+    assert seen == {"peek": E.cudaSuccess, "own": E.cudaErrorIllegalState}
+    assert rt.cudaGetLastError() == (E.cudaErrorIllegalState,)
+    assert rt.cudaGetLastError() == (E.cudaSuccess,)
