@@ -38,6 +38,7 @@ import numpy as np
 from cuda.bindings import runtime as _cr
 
 from .. import _calibration
+from . import _capture_rules as _rules
 from . import clock as _clock
 
 E = _cr.cudaError_t
@@ -66,12 +67,11 @@ _MODE = cudaStreamCaptureMode
 _NT = cudaGraphNodeType
 _ids = itertools.count(0x1000)
 _lock = threading.RLock()
-_last_error = [E.cudaSuccess]
 P = _clock.P
 
 
 def _fail(code):
-    _last_error[0] = code
+    _rules.set_last_error(code)   # per thread, as CUDA's
     return code
 
 
@@ -221,14 +221,9 @@ def _active_captures():
 
 
 def _unsafe_call_blocked() -> _Capture | None:
-    """The capture that forbids a 'potentially unsafe' call from this thread (global rules)."""
-    me = threading.get_ident()
-    for c in _active_captures():
-        if c.mode == _MODE.cudaStreamCaptureModeRelaxed:
-            continue
-        if c.thread == me or c.mode == _MODE.cudaStreamCaptureModeGlobal:
-            return c
-    return None
+    """The capture that forbids a 'potentially unsafe' call from this thread (see
+    `labkit.sim._capture_rules`: the captures' modes and the thread's own)."""
+    return _rules.forbidding_capture(_active_captures())
 
 
 def _invalidate(c: _Capture):
@@ -271,12 +266,11 @@ def cudaRuntimeGetVersion():
 
 
 def cudaGetLastError():
-    err, _last_error[0] = _last_error[0], E.cudaSuccess
-    return (err,)
+    return (_rules.take_last_error(),)
 
 
 def cudaPeekAtLastError():
-    return (_last_error[0],)
+    return (_rules.last_error(),)
 
 
 def cudaDeviceSynchronize():
@@ -325,7 +319,7 @@ def cudaStreamSynchronize(stream):
     if s.capture is not None:
         _invalidate(s.capture)
         return (_fail(E.cudaErrorStreamCaptureUnsupported),)
-    c = _unsafe_call_blocked() if s.handle in (0, 1) else None
+    c = _unsafe_call_blocked()   # any stream outside the capture (H200: non-blocking ones too)
     if c is not None:
         _invalidate(c)
         return (_fail(E.cudaErrorStreamCaptureUnsupported),)
@@ -417,7 +411,10 @@ def cudaEventSynchronize(event):
     e = _event(event)
     if e is None:
         return (_fail(E.cudaErrorInvalidResourceHandle),)
-    if e.captured is not None:
+    if e.captured is not None:   # as cudaEventQuery: 907 while its capture is active
+        if e.captured[0].status == _STATUS.cudaStreamCaptureStatusActive:
+            _invalidate(e.captured[0])
+            return (_fail(E.cudaErrorCapturedEvent),)
         return (_fail(E.cudaErrorInvalidValue),)
     c = _unsafe_call_blocked()
     if c is not None:
@@ -503,7 +500,8 @@ def cudaStreamEndCapture(stream):
     if c.origin is not s:
         _invalidate(c)
         return (_fail(E.cudaErrorStreamCaptureUnmatched), None)
-    if c.thread != threading.get_ident() and c.mode == _MODE.cudaStreamCaptureModeThreadLocal:
+    if not _rules.may_end(c):          # the H200 ends it anyway, without a graph
+        _end(c)
         return (_fail(E.cudaErrorStreamCaptureWrongThread), None)
     tails = {t: list(t.deps) for t in c.streams}   # read before _end clears them
     _end(c)
@@ -540,7 +538,7 @@ def cudaStreamGetCaptureInfo(stream):
 
 
 def cudaThreadExchangeStreamCaptureMode(mode):
-    return E.cudaSuccess, mode
+    return _rules.exchange_mode(mode)
 
 
 # ---------------------------------------------------------------- work submission
@@ -574,6 +572,10 @@ def _submit(s: _Stream, ntype, payload, host_cost_us, api_name):
 def _kind(ntype):
     return {_NT.cudaGraphNodeTypeKernel: "kernel", _NT.cudaGraphNodeTypeMemcpy: "memcpy",
             _NT.cudaGraphNodeTypeMemset: "memset"}.get(ntype, "kernel")
+
+
+_NO_SPAN = (_NT.cudaGraphNodeTypeEmpty,   # nodes that do no GPU work of their own
+            _NT.cudaGraphNodeTypeMemAlloc, _NT.cudaGraphNodeTypeMemFree)
 
 
 def _node_gpu_us(ntype, payload):
@@ -654,6 +656,52 @@ def cudaMemcpy(dst, src, count, kind):
     return _OK
 
 
+# ---------------------------------------------------------------- cudaMemset, stream-ordered memory
+
+def cudaMemset(devPtr, value, count):
+    # On the legacy stream and, for device memory, asynchronous to the host, as CUDA's: allowed
+    # while a non-blocking stream captures (H200), 906 while a blocking one does.
+    return cudaMemsetAsync(devPtr, value, count, 0)
+
+
+_graph_allocs: set[int] = set()   # addresses that captured mem-alloc nodes hand out
+
+
+def cudaMallocAsync(size, hStream):
+    # Outside a capture, an allocation now (the simulator computes data at submission, so the
+    # stream order holds), and as potentially unsafe as cudaMalloc. In a capture, a mem-alloc
+    # node, whose address is fixed when captured (as CUDA's) and valid from then on: the node's
+    # memory is not taken back when the graph is destroyed.
+    s = _stream(hStream)
+    if s is None:
+        return (_fail(E.cudaErrorInvalidResourceHandle), None)
+    if s.capture is None:
+        return cudaMalloc(size)
+    if s.capture.status != _STATUS.cudaStreamCaptureStatusActive:
+        return (_fail(E.cudaErrorStreamCaptureInvalidated), None)
+    a = _new_alloc(size)
+    _graph_allocs.add(a.addr)
+    _submit(s, _NT.cudaGraphNodeTypeMemAlloc, {"dst": a.addr, "bytesize": int(size),
+                                               "name": "mem alloc"}, P("api_us"), "cudaMallocAsync")
+    return E.cudaSuccess, a.addr
+
+
+def cudaFreeAsync(devPtr, hStream):
+    # Outside a capture, cudaFree's rules. In a capture, a mem-free node, for graph memory only:
+    # memory allocated outside any graph is cudaErrorInvalidValue and the capture stays active
+    # (H200). The node frees nothing in the simulator.
+    s = _stream(hStream)
+    if s is None:
+        return (_fail(E.cudaErrorInvalidResourceHandle),)
+    if s.capture is None:
+        return cudaFree(devPtr)
+    addr = int(devPtr)
+    if addr not in _graph_allocs or _find(addr) is None:
+        return (_fail(E.cudaErrorInvalidValue),)
+    return (_submit(s, _NT.cudaGraphNodeTypeMemFree, {"dst": addr, "name": "mem free"},
+                    P("api_us"), "cudaFreeAsync"),)
+
+
 def cudaMalloc(size):
     c = _unsafe_call_blocked()
     if c is not None:
@@ -688,6 +736,10 @@ def cudaFree(devPtr):
 
 
 def cudaFreeHost(ptr):
+    c = _unsafe_call_blocked()
+    if c is not None:
+        _invalidate(c)
+        return (_fail(E.cudaErrorStreamCaptureUnsupported),)
     a = _allocs.get(int(ptr))
     if a is None or a.freed or not a.pinned:
         return (_fail(E.cudaErrorInvalidValue),)
@@ -895,7 +947,7 @@ def cudaGraphLaunch(graphExec, stream):
     for ntype, payload, deps in x.nodes:
         t0 = max([start] + [ends[d] for d in deps]) + P("graph_node_gap_us")
         ends.append(t0 + _node_gpu_us(ntype, payload))
-        if ntype != _NT.cudaGraphNodeTypeEmpty:
+        if ntype not in _NO_SPAN:
             _clock.gpu_span(s.handle, payload.get("name", ""), t0, ends[-1], _kind(ntype))
     s.ready_us = max(ends + [start])
     return _OK
