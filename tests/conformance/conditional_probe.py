@@ -37,6 +37,7 @@ import time
 import traceback
 
 import numpy as np
+from numba import cuda  # a module global: kernels name it as numba expects (and its simulator)
 
 RESULTS: dict = {"meta": {}, "cases": {}}
 OUT_DIR = "."
@@ -166,8 +167,6 @@ class Dev:
     """Kernels and helpers, built once the GPU is known to be there."""
 
     def __init__(self, variant):
-        from numba import cuda, int32, int64, uint32, uint64  # noqa: F401
-
         self.cuda = cuda
         self.variant = variant
         path = os.path.join(OUT_DIR, f"set_cond_{variant}.cu")
@@ -350,7 +349,6 @@ class RT:
 
 def run_cases(args):
     from cuda.bindings import runtime as rt
-    from numba import cuda
 
     cuda.select_device(0)
     dev_holder = {}
@@ -387,7 +385,11 @@ def run_cases(args):
     H = lambda h: np.uint64(int(h))  # noqa: E731 — a handle as a kernel argument
 
     def zeros(n=1):
-        return cuda.to_device(np.zeros(n, np.int64))
+        # a pageable upload may return before its DMA lands; the probe's streams are non-blocking,
+        # so wait for the whole context before any of them reads the array
+        arr = cuda.to_device(np.zeros(n, np.int64))
+        cuda.synchronize()
+        return arr
 
     # --- 1(a): cuda.core's GraphBuilder
     from cuda.core import Device
@@ -581,6 +583,7 @@ def run_cases(args):
                 a.device_ctypes_pointer.value, 1, 8, s)))
         elif kind == "memcpy_d2d":
             b = cuda.to_device(np.full(4, 7, np.int64))
+            cuda.synchronize()
             keep.append(b)
             r.capture_into(body, lambda ns, s: ck("cudaMemcpyAsync", rt.cudaMemcpyAsync(
                 a.device_ctypes_pointer.value, b.device_ctypes_pointer.value, 8,
@@ -883,9 +886,6 @@ def run_cases(args):
             r.capture_into(g, lambda ns, s: [d.tiny[1, 1, ns](a) for _ in range(n)])
             return r.instantiate(g)
 
-        def reset():
-            a.copy_to_device(np.zeros(1, np.int64))
-
         out = {}
         for label, make in (("while", while_graph), ("plain", plain_graph)):
             for n in (10, 1000):
@@ -897,7 +897,6 @@ def run_cases(args):
                     ck("cudaGraphLaunch", rt.cudaGraphLaunch(ge, r.stream))
                 med, _ = r.event_ms(go)
                 out[f"{label}_{n}_ms"] = med
-                reset()
             out[f"{label}_us_per_step"] = (out[f"{label}_1000_ms"] - out[f"{label}_10_ms"]) / 990 * 1e3
         ge = while_graph(1000)
         r.launch(ge)
@@ -988,6 +987,8 @@ def run_cases(args):
         dw = cuda.to_device(w)
         init = np.full(limit + 2, -1, np.int64)
         init[0] = first
+        tokens0 = cuda.to_device(init)
+        cuda.synchronize()
         g = r.graph()
         h = r.handle(g, default=1)
         _, (body,) = r.cond_node(g, h, T.cudaGraphCondTypeWhile)
@@ -1002,25 +1003,34 @@ def run_cases(args):
         ge = r.instantiate(g)
 
         def reset():
-            tokens.copy_to_device(init)
-            pos.copy_to_device(np.zeros(1, np.int64))
+            # on the probe's stream, so the graph launch behind it sees the fresh buffers
+            ck("cudaMemcpyAsync", rt.cudaMemcpyAsync(
+                tokens.device_ctypes_pointer.value, tokens0.device_ctypes_pointer.value,
+                init.nbytes, rt.cudaMemcpyKind.cudaMemcpyDeviceToDevice, r.stream))
+            ck("cudaMemsetAsync", rt.cudaMemsetAsync(pos.device_ctypes_pointer.value, 0, 8,
+                                                     r.stream))
 
         reset()
         r.launch(ge)
         got = tokens.copy_to_host()
         n = int(pos.copy_to_host()[0])
         got_list = [int(x) for x in got[: n + 1]]
-        # one timing: launches of the whole generation, the device loop's tokens/s
-        times = []
+        # GPU time of a whole generation (reset + one launch), between CUDA events
+        gpu_ms, _ = r.event_ms(lambda: (reset(), ck("cudaGraphLaunch",
+                                                     rt.cudaGraphLaunch(ge, r.stream))))
+        # the host's side: one launch call, then the wait for the end of the generation
+        host = []
         for _ in range(5):
             reset()
-            t0 = time.perf_counter()
-            r.launch(ge)
-            times.append(time.perf_counter() - t0)
+            t0 = time.perf_counter_ns()
+            ck("cudaGraphLaunch", rt.cudaGraphLaunch(ge, r.stream))
+            host.append(time.perf_counter_ns() - t0)
+            wait(r.stream)
         return {"eos": eos, "tokens_generated": n, "ref_len": len(ref) - 1,
                 "match": got_list == ref, "first_tokens": got_list[:12],
-                "ms_per_generation_median": statistics.median(times) * 1e3,
-                "us_per_token": statistics.median(times) * 1e6 / max(n, 1),
+                "gpu_ms_per_generation": gpu_ms,
+                "gpu_us_per_token": gpu_ms * 1e3 / max(n, 1),
+                "host_launch_us_per_generation": statistics.median(host) / 1e3,
                 "untouched_after_stop": bool((got[n + 1:] == -1).all()),
                 "ok": got_list == ref}
 
