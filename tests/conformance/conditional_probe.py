@@ -364,6 +364,7 @@ def run_cases(args):
                 h = r.handle(g, default=1)
                 _, (body,) = r.cond_node(g, h, r.T.cudaGraphCondTypeWhile)
                 a = cuda.to_device(np.zeros(1, np.int64))
+                cuda.synchronize()
                 r.capture_into(body, lambda ns, s: d.count_to[1, 1, ns](a, 30, np.uint64(int(h))))
                 r.launch(r.instantiate(g))
                 got = int(a.copy_to_host()[0])
