@@ -13,6 +13,7 @@ from ._capture import capture, fork
 from ._graph import Graph, GraphExec, UpdateResult
 from .cache import GraphCache
 from ._prepared import prepare, PreparedLaunch
+from .conditional import Condition, Body, ConditionalGraph, conditional_graph, conditional_in_capture, set_condition
 
 __all__ = [
     "backend", "backend_error", "backend_reason", "rt", "check", "CudaError", "hint_for",
@@ -20,6 +21,7 @@ __all__ = [
     "Stream", "Event", "synchronize", "capture", "fork", "Graph", "GraphExec", "UpdateResult",
     "host_us", "cpu_us", "device_name", "provenance", "GraphCache",
     "prepare", "PreparedLaunch",
+    "Condition", "Body", "ConditionalGraph", "conditional_graph", "conditional_in_capture", "set_condition",
 ]
 
 
