@@ -34,7 +34,9 @@ class HostLoad:
     def __init__(self, seconds: float = 120.0, procs: int | None = None):
         self.n = procs or max(1, (os.cpu_count() or 2) - 1)
         self.deadline = time.monotonic() + seconds
-        ctx = mp.get_context("spawn")   # no fork of a process that holds a CUDA context
+        # fork: the children only spin in Python and never touch CUDA (a spawned child would
+        # import labkit, and with it open a CUDA context of its own)
+        ctx = mp.get_context("fork")
         self.procs = [ctx.Process(target=_spin, args=(self.deadline,), daemon=True)
                       for _ in range(self.n)]
 

@@ -101,8 +101,9 @@ class DeviceLoop:
             dec.step(m, stream)
             stop_check[1, 1, stream](self.ctl, s["tok"], s["pos"], self.done, cond.arg)
         self.graph, self.condition, self.body = g, cond, body
+        # no cudaGraphUpload: the H200 refused the Upload instantiate flag for conditional
+        # graphs and cudaGraphUpload of one was not probed; the first run() uploads it
         self.exec = g.instantiate()
-        self.exec.upload(stream)
         self._h = stream_handle(stream)
         # the host sleeps on this event instead of spinning: its CPU time is what we measure
         flags = rt.cudaEventBlockingSync | rt.cudaEventDisableTiming
