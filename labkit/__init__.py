@@ -24,6 +24,8 @@ from ._streams import Stream, Event, synchronize
 from ._graph import Graph, GraphExec, KernelNode, UpdateResult
 from ._capture import capture, fork
 from .cache import GraphCache
+from .conditional import (Body, Condition, ConditionalGraph, conditional_graph,
+                          conditional_in_capture, set_condition)
 
 backend = _be.name
 backend_reason = _be.reason
@@ -39,6 +41,8 @@ __all__ = [
     "UpdateResult", "host_us", "cpu_us", "device_name", "provenance", "GraphCache",
     "prepare", "PreparedLaunch", "LaunchParams", "launch_params", "timing", "plot",
     "expect", "ClaimFailed",
+    "Condition", "Body", "ConditionalGraph", "conditional_graph", "conditional_in_capture",
+    "set_condition",
 ]
 
 # Public names for what lives in labkit.measure (above this core), imported when first asked for.

@@ -21,6 +21,7 @@ _KIND = {
     "cudaGraphNodeTypeMemset": "memset", "cudaGraphNodeTypeEmpty": "empty",
     "cudaGraphNodeTypeEventRecord": "event_record", "cudaGraphNodeTypeWaitEvent": "wait_event",
     "cudaGraphNodeTypeGraph": "graph", "cudaGraphNodeTypeHost": "host",
+    "cudaGraphNodeTypeConditional": "conditional",
 }
 
 

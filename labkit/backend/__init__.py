@@ -64,6 +64,7 @@ cpu_us = _impl.cpu_us
 start_trace = _impl.start_trace
 stop_trace = _impl.stop_trace
 provenance = _impl.provenance
+make_set_condition = _impl.make_set_condition
 
 
 def course_size(*, cuda, sim):

@@ -220,3 +220,9 @@ def bare_launch(k, grid, block, stream: int):
     stream, for measuring labkit's share of a launch beside it."""
     disp, target = k.dispatcher, _numba_stream(stream)
     return lambda *args: disp[grid, block, target](*args)
+
+
+def make_set_condition(cu_path: str):
+    """``set_condition(handle, value)`` for numba kernels: CUDA's device-side
+    ``cudaGraphSetConditional``, declared to numba and linked from a small CUDA C file."""
+    return _numba.declare_device("labkit_set_condition", "int32(uint64, uint32)", link=[cu_path])

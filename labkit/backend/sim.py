@@ -20,6 +20,7 @@ from .._errors import CudaError
 from .._handles import stream_handle
 from ..sim import _hooks
 from ..sim import rt
+from ..sim._conditional import set_value
 
 __all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "launcher",
            "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace", "provenance"]
@@ -244,3 +245,13 @@ def bare_launch(k, grid, block, stream: int):
         d = (int(d),) if isinstance(d, (int, np.integer)) else tuple(int(v) for v in d)
         return d + (1,) * (3 - len(d))
     return launcher(k, dim3(grid), dim3(block), stream)
+
+
+def make_set_condition(cu_path: str):
+    """``set_condition(handle, value)`` on the simulator: a Python function that numba's CUDA
+    simulator calls from inside a kernel, setting the simulated handle (``cu_path`` is unused)."""
+    def set_condition(handle, value):
+        """Set conditional ``handle`` to ``value`` (simulated ``cudaGraphSetConditional``)."""
+        set_value(handle, value)
+        return 0
+    return set_condition

@@ -254,7 +254,12 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true", help="end with one line of JSON")
     ap.add_argument("--wrapper", action="store_true",
                     help="also compare GraphExec.launch with a raw cudaGraphLaunch")
+    ap.add_argument("--decode", action="store_true", help="the decoder four ways (labkit/cli/decode_bench.py)")
+    ap.add_argument("--host-load", action="store_true", help="with --decode: repeat under a host load")
     a = ap.parse_args(argv)
+    if a.decode:
+        from labkit.cli import decode_bench
+        return decode_bench.main(a)
     res = measure_chain(a.kernels, a.repeat)
     print(f"chain benchmark: {a.kernels} × add_one over {N} float32 (grid {GRID} × {BLOCK}), "
           f"{labkit.provenance()}")

@@ -174,6 +174,11 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
     b1, b2 = (timing.gpu_measure(lambda: busy[1, 32, s](x, n), s, repeat=5).median
               for n in (iters, 2 * iters))
 
+    from labkit.cli import conditional_costs  # WHILE iterations and conditional nodes, as probed
+    cond = conditional_costs.measure(s)
+    for name in ("while_iteration_us", "conditional_node_us"):
+        P[name] = {"median": cond[name], "measured": cond, "source": "labkit.cli.conditional_costs"}
+
     # One kernel's GPU time from a CUPTI trace, last of all: while CUPTI is attached every
     # launch is dearer, so no host cost may be measured after it.
     # A trace that fails must not lose the rounds measured above: fall back, and say why.

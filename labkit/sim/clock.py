@@ -65,14 +65,16 @@ def cpu_us() -> float:
     return _state["cpu"]
 
 
-def api(name: str, cost_us: float, wait_until: float | None = None) -> None:
-    """Advance the host clock for one call; a synchronizing call also waits for the GPU."""
+def api(name: str, cost_us: float, wait_until: float | None = None, spin: bool = True) -> None:
+    """Advance the host clock for one call; a synchronizing call also waits for the GPU
+    (spinning, so the wait is CPU time, unless ``spin`` is False: a blocking-sync wait)."""
     start = _state["host"]
     end = start + _noisy(cost_us)
     if wait_until is not None and wait_until > end:
         end = wait_until
     _state["host"] = end
-    _state["cpu"] += end - start   # waits spin, as CUDA's default scheduling does
+    # waits spin, as CUDA's default scheduling does; a blocking wait costs only the call
+    _state["cpu"] += (end - start) if spin else min(cost_us, end - start)
     if _trace is not None:
         kind = "sync" if wait_until is not None else (
             "launch" if name.startswith("launch") else "graph" if name == "cudaGraphLaunch" else "api")

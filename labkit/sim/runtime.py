@@ -7,7 +7,9 @@ read off a real H200 (tools/probe_semantics.py) and is pinned by tests/conforman
 What it does not do, and says so loudly:
 
 * any function outside the subset raises ``NotImplementedError`` naming the sim backend;
-* graph launches into a capturing stream, child-graph nodes, host nodes, conditional nodes;
+* graph launches into a capturing stream;
+* conditional nodes, child graphs, host functions and stream-ordered allocations are
+  `labkit.sim._conditional`'s (hooked in below, each hook marked ``# conditional:``);
 * sticky (context-corrupting) errors: a bad address fails the one call, not the process;
 * SM contention: kernels on different streams overlap fully in the model.
 
@@ -29,6 +31,8 @@ Data is computed when work is submitted (in host program order), which is one va
 for a correctly synchronized program; timing comes from `labkit.sim.clock`.
 """
 from __future__ import annotations
+
+import sys as _sys
 
 import ctypes
 import itertools
@@ -58,6 +62,7 @@ cudaStreamNonBlocking = _cr.cudaStreamNonBlocking
 cudaStreamDefault = _cr.cudaStreamDefault
 cudaEventDefault = _cr.cudaEventDefault
 cudaEventDisableTiming = _cr.cudaEventDisableTiming
+cudaEventBlockingSync = _cr.cudaEventBlockingSync
 cudaGetErrorName = _cr.cudaGetErrorName
 cudaGetErrorString = _cr.cudaGetErrorString
 
@@ -420,7 +425,9 @@ def cudaEventSynchronize(event):
     if c is not None:
         _invalidate(c)
         return (_fail(E.cudaErrorStreamCaptureUnsupported),)
-    _clock.api("cudaEventSynchronize", P("sync_us"), wait_until=e.time_us or 0.0)
+    # a cudaEventBlockingSync event lets the thread sleep: the wait costs no CPU time
+    _clock.api("cudaEventSynchronize", P("sync_us"), wait_until=e.time_us or 0.0,
+               spin=not e.flags & cudaEventBlockingSync)
     return _OK
 
 
@@ -506,6 +513,7 @@ def cudaStreamEndCapture(stream):
     tails = {t: list(t.deps) for t in c.streams}   # read before _end clears them
     _end(c)
     if c.status != _STATUS.cudaStreamCaptureStatusActive:
+        _cond.end_capture_failed(c)      # conditional: a body captured into is lost with it
         return (_fail(E.cudaErrorStreamCaptureInvalidated), None)
     joined = _ancestors(tails[s])
     for t in c.streams:
@@ -579,6 +587,8 @@ _NO_SPAN = (_NT.cudaGraphNodeTypeEmpty,   # nodes that do no GPU work of their o
 
 
 def _node_gpu_us(ntype, payload):
+    if ntype in _cond.handles_types():   # conditional: its bodies' time, from its last run
+        return _cond.gpu_us(ntype, payload)
     if ntype == _NT.cudaGraphNodeTypeKernel:
         return _functions[payload["func"]].gpu_us(payload["grid"], payload["block"],
                                                   *payload["params"])
@@ -593,6 +603,8 @@ def _node_gpu_us(ntype, payload):
 
 
 def _run_node(ntype, payload):
+    if ntype in _cond.handles_types():   # conditional: bodies, child graphs, host functions
+        return _cond.run_node(ntype, payload)
     if ntype == _NT.cudaGraphNodeTypeKernel:
         return _run_kernel(payload)
     if ntype == _NT.cudaGraphNodeTypeMemcpy:
@@ -889,9 +901,13 @@ def cudaGraphInstantiate(graph, flags=0):
     if c is not None:
         _invalidate(c)
         return (_fail(E.cudaErrorStreamCaptureUnsupported), None)
+    err = _cond.instantiate_error(g, flags)   # conditional: CUDA's rules for bodies and handles
+    if err is not None:
+        return (_fail(err), None)
     _clock.api("cudaGraphInstantiate",
                _clock.C("instantiate", len(g.nodes)))
     x = _Exec(g)
+    _cond.on_instantiate(x, g)
     _execs[x.handle] = x
     return E.cudaSuccess, cudaGraphExec_t(x.handle)
 
@@ -933,14 +949,18 @@ def cudaGraphLaunch(graphExec, stream):
     if s.capture is not None:
         _invalidate(s.capture)
         return (_fail(E.cudaErrorStreamCaptureUnsupported),)
-    host = _clock.C("graph_launch", len(x.nodes))
+    host = _clock.C("graph_launch", _cond.count_nodes(x))   # conditional: bodies' nodes too
     if not x.uploaded:
         host += _upload_us(x)
         x.uploaded = True
-    for ntype, payload, _ in x.nodes:
-        err = _run_node(ntype, payload)
-        if err != E.cudaSuccess:
-            return (_fail(err),)
+    _cond.begin_launch(x)                # conditional: the handles' values for this launch
+    try:
+        for ntype, payload, _ in x.nodes:
+            err = _run_node(ntype, payload)
+            if err != E.cudaSuccess:
+                return (_fail(err),)
+    finally:
+        _cond.end_launch(x)
     _clock.api("cudaGraphLaunch", host)
     start = max(s.ready_us, _clock.host_us() + P("launch_latency_us"))
     ends = []
@@ -948,7 +968,9 @@ def cudaGraphLaunch(graphExec, stream):
         t0 = max([start] + [ends[d] for d in deps]) + P("graph_node_gap_us")
         ends.append(t0 + _node_gpu_us(ntype, payload))
         if ntype not in _NO_SPAN:
-            _clock.gpu_span(s.handle, payload.get("name", ""), t0, ends[-1], _kind(ntype))
+            name = (_cond.span_name(payload) if ntype == _NT.cudaGraphNodeTypeConditional
+                    else payload.get("name", ""))
+            _clock.gpu_span(s.handle, name, t0, ends[-1], _kind(ntype))
     s.ready_us = max(ends + [start])
     return _OK
 
@@ -963,7 +985,7 @@ def cudaGraphExecUpdate(hGraphExec, hGraph):
         return (_fail(E.cudaErrorInvalidValue), None)
     _clock.api("cudaGraphExecUpdate",
                _clock.C("exec_update", len(g.nodes)))
-    if len(g.nodes) != len(x.nodes):
+    if len(g.nodes) != len(x.nodes) or _cond.update_error(x, g) is not None:   # conditional
         return (_fail(E.cudaErrorGraphExecUpdateFailure), None)
     index = {n: i for i, n in enumerate(g.nodes)}
     for (xtype, _, xdeps), n in zip(x.nodes, g.nodes):
@@ -1060,6 +1082,17 @@ def cudaGraphExecKernelNodeSetParams(hGraphExec, node, pNodeParams):
     ntype, _, deps = x.nodes[i]
     x.nodes[i] = (ntype, payload, deps)
     return _OK
+
+
+# conditional nodes and the node kinds their bodies are tested with: labkit/sim/_conditional.py
+from . import _conditional as _cond  # noqa: E402 (it uses this module's objects)
+_cond.bind(_sys.modules[__name__])
+from ._conditional import (  # noqa: E402,F401
+    cudaGraphConditionalHandle, cudaGraphConditionalNodeType, cudaGraphConditionalHandleFlags,
+    cudaStreamUpdateCaptureDependenciesFlags, cudaGraphInstantiateFlags, cudaHostFn_t,
+    cudaConditionalNodeParams, cudaGraphNodeParams, cudaGraphConditionalHandleCreate,
+    cudaGraphAddNode, cudaGraphAddChildGraphNode, cudaStreamBeginCaptureToGraph,
+    cudaStreamUpdateCaptureDependencies, cudaLaunchHostFunc)
 
 
 def __getattr__(name):

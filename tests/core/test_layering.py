@@ -21,7 +21,7 @@ LAYERS = [
     ("backend", ["labkit.backend", "labkit.backend.*"]),
     ("kernels, streams, prepared", ["labkit._kernel", "labkit._streams", "labkit._prepared"]),
     ("capture, graphs, cache", ["labkit._capture", "labkit._graph", "labkit.cache",
-                                "labkit.explicit"]),
+                                "labkit.explicit", "labkit.conditional"]),
     ("public API", ["labkit"]),
     # above the public API core, and free to import it
     ("measure", ["labkit.measure", "labkit.measure.*"]),
