@@ -163,21 +163,37 @@ class KernelParams:
 
     def set_node(self, node):
         """Make graph node ``node`` launch this block (``cuGraphKernelNodeSetParams``)."""
-        err, = driver.cuGraphKernelNodeSetParams(driver.CUgraphNode(int(node)), self.node_params)
+        err, = driver.cuGraphKernelNodeSetParams(driver.CUgraphNode(int(node)),
+                                                 self._params_for(node))
         return int(err)
+
+    def _params_for(self, node):
+        """This block as ``node``'s parameters. Where the node already runs this kernel, its own
+        struct (func, kern, ctx as the driver stored them at capture) with this block's
+        dimensions and arguments: a struct built from scratch was refused on the H200
+        (cudaErrorInvalidResourceHandle) for nodes numba had launched."""
+        err, base = driver.cuGraphKernelNodeGetParams(driver.CUgraphNode(int(node)))
+        if err:
+            return self.node_params
+        base.gridDimX, base.gridDimY, base.gridDimZ = self.grid
+        base.blockDimX, base.blockDimY, base.blockDimZ = self.block
+        base.sharedMemBytes = 0
+        base.kernelParams = self.address
+        base.extra = 0
+        return base
 
     def exec_node_setter(self, graph_exec, node):
         """A callable returning ``(err,)`` that sets ``node`` of ``graph_exec`` to this block:
-        the handles are converted once, so a call is the driver call and nothing more."""
+        the handles and the struct are made once, so a call is the driver call and nothing more."""
         return functools.partial(driver.cuGraphExecKernelNodeSetParams,
                                  driver.CUgraphExec(int(graph_exec)),
-                                 driver.CUgraphNode(int(node)), self.node_params)
+                                 driver.CUgraphNode(int(node)), self._params_for(node))
 
     def raw_exec_set(self, graph_exec, node):
         """``(fn, args)``: the bare driver call `exec_node_setter` wraps, for measuring beside it."""
         return (driver.cuGraphExecKernelNodeSetParams,
                 (driver.CUgraphExec(int(graph_exec)), driver.CUgraphNode(int(node)),
-                 self.node_params))
+                 self._params_for(node)))
 
     def add_node(self, graph, deps):
         """Add a kernel node launching this block after ``deps``; ``(err, node)``.

@@ -22,6 +22,8 @@ import numpy as np
 from numba import cuda
 
 from . import decoder as dec
+from .decoder.generate import _warm
+from .decoder.kernels import _bytes_cost
 from .._errors import check
 from .._handles import stream_handle
 from .._kernel import kernel, to_device
@@ -38,7 +40,7 @@ def _start_ref(grid, block, ctl, tok, pos, done):
     done[0] = 0
 
 
-@kernel(reference=_start_ref, cost=dec._bytes_cost)
+@kernel(reference=_start_ref, cost=_bytes_cost)
 def start(ctl, tok, pos, done):
     """Begin a generation on the device: token = the prompt, position 0, not done."""
     if cuda.grid(1) == 0:
@@ -53,7 +55,7 @@ def _stop_ref(grid, block, ctl, tok, pos, done, h):
         set_condition(h, 0)
 
 
-@kernel(reference=_stop_ref, cost=dec._bytes_cost)
+@kernel(reference=_stop_ref, cost=_bytes_cost)
 def stop_check(ctl, tok, pos, done, h):
     """The loop's last kernel: stop at the end-of-sequence token or at the token limit."""
     if cuda.grid(1) == 0:
@@ -92,7 +94,7 @@ class DeviceLoop:
         s = m.state
         self.ctl = to_device(np.array([-1, m.cfg.max_seq, 0], np.int32))
         self.done = to_device(np.zeros(1, np.int32))
-        dec._warm(m, stream)
+        _warm(m, stream)
         g = conditional_graph()
         with g.capture(stream) as head:
             start[1, 1, stream](self.ctl, s["tok"], s["pos"], self.done)

@@ -296,7 +296,11 @@ def test_assign_default_resets_each_launch_and_without_it_a_device_set_value_per
         assert rt.cudaGraphLaunch(ge, s)[0] == OK
         assert rt.cudaStreamSynchronize(s)[0] == OK
         got.append(host(a)[0])
-    assert got == counts
+    if assign:
+        assert got == counts
+    else:   # without AssignDefault the value at the first launch is not defined (the H200 gave 1
+        # for default 0 in one process, 0 in another): only that a device-set value persists is
+        assert [got[1] - got[0], got[2] - got[1]] == [counts[1] - counts[0], counts[2] - counts[1]]
 
 
 def test_a_while_that_starts_at_zero_runs_no_iteration(res):
