@@ -120,6 +120,15 @@ def _as_ctypes(v):
     raise TypeError(f"cannot pass {type(v).__name__} in a kernel parameter block")
 
 
+def _function(handle: int):
+    """The ``CUfunction`` of numba's compiled kernel in the current context. numba-cuda loads
+    kernels as library kernels: its handle is a ``CUkernel``, which cuLaunchKernel accepts but
+    the graph-node calls refuse (cudaErrorInvalidResourceHandle, seen on the H200), so it is
+    turned into the context's function once here."""
+    err, func = driver.cuKernelGetFunction(driver.CUkernel(handle))
+    return func if not err else driver.CUfunction(handle)
+
+
 class KernelParams:
     """``kernel[grid, block](*args)`` as the driver sees it, built once.
 
@@ -140,7 +149,7 @@ class KernelParams:
         self._ptrs = (ctypes.c_void_p * max(len(flat), 1))(
             *[ctypes.addressof(c) for c in self._store])
         self.address = ctypes.addressof(self._ptrs)
-        self.func = driver.CUfunction(int(compiled._codelibrary.get_cufunc().handle))
+        self.func = _function(int(compiled._codelibrary.get_cufunc().handle))
         p = driver.CUDA_KERNEL_NODE_PARAMS()
         p.func = self.func
         p.gridDimX, p.gridDimY, p.gridDimZ = grid
@@ -164,36 +173,21 @@ class KernelParams:
     def set_node(self, node):
         """Make graph node ``node`` launch this block (``cuGraphKernelNodeSetParams``)."""
         err, = driver.cuGraphKernelNodeSetParams(driver.CUgraphNode(int(node)),
-                                                 self._params_for(node))
+                                                 self.node_params)
         return int(err)
-
-    def _params_for(self, node):
-        """This block as ``node``'s parameters. Where the node already runs this kernel, its own
-        struct (func, kern, ctx as the driver stored them at capture) with this block's
-        dimensions and arguments: a struct built from scratch was refused on the H200
-        (cudaErrorInvalidResourceHandle) for nodes numba had launched."""
-        err, base = driver.cuGraphKernelNodeGetParams(driver.CUgraphNode(int(node)))
-        if err:
-            return self.node_params
-        base.gridDimX, base.gridDimY, base.gridDimZ = self.grid
-        base.blockDimX, base.blockDimY, base.blockDimZ = self.block
-        base.sharedMemBytes = 0
-        base.kernelParams = self.address
-        base.extra = 0
-        return base
 
     def exec_node_setter(self, graph_exec, node):
         """A callable returning ``(err,)`` that sets ``node`` of ``graph_exec`` to this block:
         the handles and the struct are made once, so a call is the driver call and nothing more."""
         return functools.partial(driver.cuGraphExecKernelNodeSetParams,
                                  driver.CUgraphExec(int(graph_exec)),
-                                 driver.CUgraphNode(int(node)), self._params_for(node))
+                                 driver.CUgraphNode(int(node)), self.node_params)
 
     def raw_exec_set(self, graph_exec, node):
         """``(fn, args)``: the bare driver call `exec_node_setter` wraps, for measuring beside it."""
         return (driver.cuGraphExecKernelNodeSetParams,
                 (driver.CUgraphExec(int(graph_exec)), driver.CUgraphNode(int(node)),
-                 self._params_for(node)))
+                 self.node_params))
 
     def add_node(self, graph, deps):
         """Add a kernel node launching this block after ``deps``; ``(err, node)``.
