@@ -209,6 +209,15 @@ labkit.expect(ratio >= 0.85, "the device loop makes at least 0.85× the back-to-
 # trip is the work, and a graph per token is the right shape.
 
 # %% [markdown]
+# ## Summary
+#
+# - A graph per token still leaves the host deciding between tokens; a conditional node moves
+#   that decision to the GPU (`set_condition` in a kernel).
+# - WHILE, IF, IF/ELSE and SWITCH bodies are ordinary graphs: capture into them or add nodes.
+# - A whole generation in one launch frees the host and stops exactly at EOS; it adds ~3 µs
+#   per iteration and gains little tokens/s when the GPU is the bottleneck.
+
+# %% [markdown]
 # ## Exercise: a countdown loop
 #
 # Write `countdown(left, runs, h)`, one WHILE iteration: add 1 to `runs[0]`, take 1 from
@@ -234,12 +243,3 @@ def countdown(left, runs, h):
 # %% tags=["check"]
 from labkit.course.exercises import nb08
 print("iterations per start:", nb08.check_countdown(countdown, stream))
-
-# %% [markdown]
-# ## Summary
-#
-# - A graph per token still leaves the host deciding between tokens; a conditional node moves
-#   that decision to the GPU (`set_condition` in a kernel).
-# - WHILE, IF, IF/ELSE and SWITCH bodies are ordinary graphs: capture into them or add nodes.
-# - A whole generation in one launch frees the host and stops exactly at EOS; it adds ~3 µs
-#   per iteration and gains little tokens/s when the GPU is the bottleneck.
