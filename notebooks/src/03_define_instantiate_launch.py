@@ -127,11 +127,11 @@ assert be is not None and be < 10, "expected a 200-kernel graph to pay off withi
 #
 # Instead of capturing, a graph can be built directly: `cudaGraphCreate`, then one `cudaGraphAdd*Node`
 # call per node, each naming the nodes it depends on. `labkit.explicit` wraps this. Empty and
-# memcpy nodes go straight through `labkit.rt`. A kernel node needs numba's parameter buffer, so
-# `explicit.add_kernel_node` lets numba prepare one launch (captured into a scratch graph) and adds a
-# node with the same parameters to *your* graph; on the simulator it uses the simulated runtime's
-# kernel node. Here: 5 `add_one` nodes in a chain, then a memcpy node copying the result to a
-# pinned host buffer.
+# memcpy nodes go straight through `labkit.rt`. A kernel node needs a *parameter block*: the
+# kernel's function handle, grid, block and a pointer to each argument. `explicit.add_kernel_node`
+# builds that block once (`kernel.params(grid, block, *args)` does the same by hand, for reuse) and
+# passes it to `cudaGraphAddKernelNode`, the same block a prepared launch uses. Here: 5 `add_one`
+# nodes in a chain, then a memcpy node copying the result to a pinned host buffer.
 
 # %%
 xe = labkit.to_device(x0)
@@ -153,12 +153,14 @@ print("explicit graph computed x + 5")
 ge.close()
 
 # %% [markdown]
-# Now the same 100-node chain both ways. What must agree on both backends: the same nodes and
-# edges, the same instantiate and launch cost, the same result. The build times differ by backend
-# and are printed, not asserted: on the simulator an explicit kernel node is one cheap runtime
-# call; on a GPU, labkit's explicit kernel node includes numba preparing a launch into a scratch
-# graph, so it costs at least as much as capturing. From Python, what the explicit API buys is
-# control of the shape (any DAG, without streams and events), not a cheaper build.
+# Now the same 100-node chain both ways. What must agree: the same nodes and edges, the same
+# instantiate and launch cost, the same result. The build differs. Capture goes through numba's
+# launch path once per kernel (about 19 µs each on the H200, most of it Python dispatch) and the
+# driver records each launch as a node. The explicit build reuses one parameter block and makes one
+# driver call per node: on the H200 a 200-node chain took about 380 µs to build explicitly against
+# about 3,200 µs to capture, some 8× cheaper. So the explicit API buys two things from Python:
+# control of the shape (any DAG, without streams and events), and a build without numba's dispatch.
+# Capture stays the easy way when the work is already written as launches on a stream.
 
 # %%
 NE = 100
@@ -284,8 +286,8 @@ ex_f.close()
 #   request.
 # * Break-even = setup / saving per iteration; for a chain of tiny kernels it comes within a few
 #   iterations.
-# * Capture and explicit construction give the same graph; the explicit API is about controlling
-#   the shape.
+# * Capture and explicit construction give the same graph. The explicit API controls the shape,
+#   and from Python it builds several times faster, since it skips numba's launch path.
 # * Graphs remove launch cost. For long kernels there is little to remove; for one kernel there is
 #   at most one launch to save; and the memory traffic between small kernels is only removed by
 #   fusing them.
