@@ -6,7 +6,8 @@ exit code is 1. Into ``--out`` (``build/`` by default) go the executed notebooks
 course site, built by Sphinx with myst-nb from the notebooks just executed (myst-nb executes
 nothing itself) in sphinx-book-theme: ``index.html`` is the course map
 (``notebooks/README.md``) with each notebook's status, run time, backend/device and key figure
-(the figure of its cell tagged ``key-figure``, else the last figure it drew); every notebook is a page with its outputs and figures, in a sidebar
+(the figure of its cell tagged ``key-figure``, else the last figure it drew); every notebook is
+a page with its outputs and figures (tracebacks without this machine's paths), in a sidebar
 table of contents, with previous/next links and a search page.
 """
 from __future__ import annotations
@@ -164,14 +165,19 @@ def _machine_prefixes() -> list[tuple[str, str]]:
     import site
     import sysconfig
 
-    pairs = [(p, "site-packages/") for p in {sysconfig.get_paths()["purelib"],
-                                               sysconfig.get_paths()["platlib"],
-                                               *getattr(site, "getsitepackages", list)(),
-                                               site.getusersitepackages()}]
-    pairs += [(sysconfig.get_paths()["stdlib"], "python/"), (str(PACKAGE_ROOT), ""),
-              (str(Path.cwd()), ""), (str(Path.home()), "~/")]
-    pairs = [(str(Path(p).resolve()).rstrip("/") + "/", r) for p, r in pairs if p]
-    return sorted(set(pairs), key=lambda pr: -len(pr[0]))
+    paths = sysconfig.get_paths()
+    libraries = [paths["purelib"], paths["platlib"], *getattr(site, "getsitepackages", list)(),
+                 site.getusersitepackages()]
+    pairs = [(p, "site-packages/") for p in libraries]
+    pairs += [(paths["stdlib"], "python/"), (str(PACKAGE_ROOT), ""), (str(Path.cwd()), ""),
+              (str(Path.home()), "~/")]
+    short = {}
+    for p, r in pairs:
+        for spelling in {p, str(Path(p).resolve())} if p else ():   # as written, and resolved
+            prefix = spelling.rstrip("/") + "/"
+            if prefix != "/":              # the root folder is in every path: leave it
+                short.setdefault(prefix, r)   # the first (most specific) name for a folder wins
+    return sorted(short.items(), key=lambda pr: -len(pr[0]))
 
 
 def strip_machine_paths(nb):
