@@ -7,6 +7,8 @@
 # ---
 
 # %% [markdown]
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/cuda-graphs-lab/blob/main/notebooks/05_graph_update.ipynb) In Colab, run `%pip install -q "cuda-graphs-lab[cu12] @ git+https://github.com/OWNER/cuda-graphs-lab"` first.
+#
 # # 05 — Dynamic input: update a graph, or keep one per shape
 #
 # A graph is frozen at capture: its kernels, their launch shapes and their arguments, including

@@ -7,6 +7,8 @@
 # ---
 
 # %% [markdown]
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/cuda-graphs-lab/blob/main/notebooks/07_capstone_decode.ipynb) In Colab, run `%pip install -q "cuda-graphs-lab[cu12] @ git+https://github.com/OWNER/cuda-graphs-lab"` first.
+#
 # # 07 — Capstone: a token-by-token decode loop
 #
 # **Prerequisites:** notebooks 01–06.
