@@ -36,7 +36,7 @@ for d in /usr/local/cuda /usr/local/cuda-*; do
   mv "$d" "$d.hidden" 2>/dev/null || { mkdir -p /tmp/empty && mount --bind /tmp/empty "$d"; }
 done
 echo "toolkit left: $(ls -d /usr/local/cuda* 2>/dev/null | tr '\n' ' ')nvcc: $(command -v nvcc || echo none)"
-export PYTHONPATH=$PWD LABKIT_BACKEND=cuda PYTHONUNBUFFERED=1 WHEEL_SITE=$SITE
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH} LABKIT_BACKEND=cuda PYTHONUNBUFFERED=1 WHEEL_SITE=$SITE
 
 status=0
 "$PYTHON" - <<'EOF' 2>&1 | tee "$LOG_DIR/lookup.log" || status=1
