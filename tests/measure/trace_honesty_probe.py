@@ -36,7 +36,7 @@ BUDGET_S = 115          # the whole probe, all subprocesses
 CHILD_TIMEOUT_S = 35
 OPTIONS = ["first_cost", "gt_lead_order", "gt_sample_order", "gt_no_finalize", "gt_runtime",
            "gt_kernel",
-           "toggle", "toggle_gt", "prealloc", "hwtrace"]
+           "toggle", "toggle_gt", "prealloc", "hwtrace", "clock"]
 
 
 # ============================================================================ child side
@@ -381,6 +381,46 @@ def child_hwtrace(b):
     _emit("hw_traced_calls", res)
     _emit("hw_traced_steady_median", {k: _median(v[3:]) for k, v in res.items()})
     _emit("records", len(tr.records))
+
+
+def _offset(m):
+    """CUPTI clock minus perf_counter_ns, from the tightest of 20 brackets (ns, bracket ns)."""
+    best = None
+    for _ in range(20):
+        a = time.perf_counter_ns()
+        c = int(m.get_timestamp())
+        z = time.perf_counter_ns()
+        if best is None or z - a < best[1]:
+            best = (c - (a + z) // 2, z - a)
+    return best
+
+
+def child_clock(b):
+    """Can labkit's own host spans (perf_counter_ns) sit on CUPTI's GPU timeline? The offset
+    between the clocks over half a second, and where each eager kernel starts relative to the
+    host span of its launch (it must start after the span began)."""
+    from labkit.measure import _cupti
+    m = _cupti._require()
+    offs = []
+    with _cupti.KernelTrace(kinds=("kernel", "memcpy", "memset")) as tr:
+        b.one(b.other["other_kernel"])
+        b.sync()
+        offs.append(_offset(m))
+        spans = []
+        for _ in range(10):
+            t0 = time.perf_counter_ns()
+            b.calls["labkit_eager"]()
+            t1 = time.perf_counter_ns()
+            spans.append((t0, t1))
+            b.sync()
+        time.sleep(0.5)
+        offs.append(_offset(m))
+    off = offs[0][0]
+    kern = sorted(r.start_ns for r in tr.records if r.kind == "kernel")[1:]   # skip the warm-up
+    rel = [round((k - off - t0) / 1e3, 2) for k, (t0, _) in zip(kern, spans)]
+    _emit("clock", {"offsets_ns": offs, "drift_ns_per_s": (offs[1][0] - offs[0][0]) * 2,
+                    "kernel_start_minus_launch_start_us": rel,
+                    "launch_span_us": [round((t1 - t0) / 1e3, 2) for t0, t1 in spans]})
 
 
 def child_main(option: str):
