@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import tempfile
 
+from . import _hostspans
 from ._errors import CudaError, check
 from ._kernel import stream_handle
 from ._state import rt, copy_kernel_node_params
@@ -134,7 +135,13 @@ class GraphExec:
             h = getattr(stream, "handle", None)
             self._stream_h = h if h is not None and not isinstance(stream, int) else stream_handle(stream)
             self._stream = stream
-        err, = rt.cudaGraphLaunch(self.handle, self._stream_h)
+        rec = _hostspans.active     # a timeline is open: this launch is a span of its CPU row
+        if rec is None:
+            err, = rt.cudaGraphLaunch(self.handle, self._stream_h)
+        else:
+            t0 = rec.graph_begin()
+            err, = rt.cudaGraphLaunch(self.handle, self._stream_h)
+            rec.graph_end(t0, self)
         if err:
             raise CudaError(err, "cudaGraphLaunch")
 

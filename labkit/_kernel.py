@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 
-from . import _state
+from . import _hostspans, _state
 from ._errors import CudaError
 
 __all__ = ["kernel", "Kernel", "to_device", "device_array", "pinned_array", "stream_handle"]
@@ -90,7 +90,11 @@ class Kernel:
         stream = config[2] if len(config) == 3 else 0
 
         def go(*args):
+            rec = _hostspans.active     # a timeline is open: this launch is a span of its CPU row
+            t0 = rec.now() if rec is not None else 0
             _state.launch(self, grid, block, stream, args)
+            if rec is not None:
+                rec.add(f"launch {self.name}", "launch", t0)
             from ._capture import current_capture
             cap = current_capture()
             if cap is not None:   # a graph refers to buffers it does not own: keep them alive
@@ -139,7 +143,12 @@ def kernel(fn=None, *, reference=None, cost=None):
 
 def to_device(ary, stream=0):
     """Copy a numpy array to a new device array (numba's device-array interface)."""
-    return _state.to_device(np.ascontiguousarray(ary), stream)
+    rec = _hostspans.active
+    t0 = rec.now() if rec is not None else 0
+    out = _state.to_device(np.ascontiguousarray(ary), stream)
+    if rec is not None:
+        rec.add("copy to device", "api", t0)
+    return out
 
 
 def device_array(shape, dtype=np.float32):

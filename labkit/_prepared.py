@@ -15,7 +15,7 @@ import ctypes
 
 import numpy as np
 
-from . import _state
+from . import _hostspans, _state
 from ._errors import CudaError
 
 __all__ = ["prepare", "PreparedLaunch"]
@@ -124,6 +124,8 @@ class PreparedLaunch:
             self._bind_cuda(self.args)
 
     def __call__(self, *args):
+        rec = _hostspans.active        # a timeline is open: this launch is a span of its CPU row
+        t0 = rec.now() if rec is not None else 0
         if args:
             self.rebind(*args)
         if _state.backend == "cuda":
@@ -138,6 +140,8 @@ class PreparedLaunch:
                                    launch_us=rt.P("prepared_launch_us"))
             if int(err) != 0:
                 raise CudaError(err, f"prepared launch of {self.kernel.name}")
+        if rec is not None:
+            rec.add(f"prepared {self.kernel.name}", "launch", t0)
         from ._capture import current_capture
         cap = current_capture()
         if cap is not None:    # the graph refers to these buffers: keep them alive with it

@@ -1,6 +1,7 @@
 """`Stream` and `Event`: thin owners of a non-blocking stream and an event."""
 from __future__ import annotations
 
+from . import _hostspans
 from ._errors import check
 from ._state import rt
 
@@ -22,7 +23,11 @@ class Stream:
         return int(self.handle)
 
     def synchronize(self):
+        rec = _hostspans.active
+        t0 = rec.now() if rec is not None else 0
         check(rt.cudaStreamSynchronize(self.handle), "synchronizing a stream")
+        if rec is not None:
+            rec.add("cudaStreamSynchronize", "sync", t0)
 
     def is_capturing(self) -> bool:
         status = check(rt.cudaStreamIsCapturing(self.handle))
@@ -59,7 +64,11 @@ class Event:
         return self
 
     def synchronize(self):
+        rec = _hostspans.active
+        t0 = rec.now() if rec is not None else 0
         check(rt.cudaEventSynchronize(self.handle), "synchronizing an event")
+        if rec is not None:
+            rec.add("cudaEventSynchronize", "sync", t0)
 
     def elapsed_ms(self, later: "Event") -> float:
         """Milliseconds from this event to ``later`` (both recorded and complete)."""
@@ -79,4 +88,8 @@ class Event:
 
 def synchronize():
     """Wait for all work on the device (``cudaDeviceSynchronize``)."""
+    rec = _hostspans.active
+    t0 = rec.now() if rec is not None else 0
     check(rt.cudaDeviceSynchronize(), "synchronizing the device")
+    if rec is not None:
+        rec.add("cudaDeviceSynchronize", "sync", t0)

@@ -6,8 +6,9 @@ measured figures on a GPU and modelled ones (the simulator's calibrated clock) o
 from __future__ import annotations
 
 import contextlib
+import time
 
-from .. import _state
+from .. import _hostspans, _state
 from .._errors import check
 from .._kernel import stream_handle
 from ._spans import Span, Timeline
@@ -126,49 +127,78 @@ class _Recording:
 
 
 @contextlib.contextmanager
-def timeline(note: str = ""):
-    """Record what the block does: CPU API spans and GPU work per stream.
+def timeline(note: str = "", api: bool = False):
+    """Record what the block does: labkit's calls on the CPU row, GPU work per stream.
 
-    On the simulator the spans come from the model's clock; on a GPU from CUPTI (the ``gpu``
-    extra). Without CUPTI on a GPU, the block's GPU time is one event-pair span, and the plot
-    says so.
+    The CPU row is labkit's own: each eager launch (with numba's whole dispatch), prepared
+    launch, graph launch, synchronization and copy, timed with the host clock, the same on both
+    backends. On the simulator the GPU rows come from the model's clock (and the model's other
+    host calls, e.g. a learner's raw ``labkit.rt`` calls, join the CPU row); on a GPU from
+    CUPTI's kernel, memcpy and memset records (the ``gpu`` extra). A GPU trace is warmed up
+    before the block, so its set-up cost stays out of the picture, and the timeline's note says
+    what tracing still adds (graph launches show it hatched). Without CUPTI on a GPU, the
+    block's GPU time is one event-pair span, and the plot says so.
+
+    Parameters
+    ----------
+    note : str
+        Shown under the plot.
+    api : bool
+        On a GPU, also record CUDA runtime/driver API calls made outside labkit's calls (a
+        learner's raw ``labkit.rt`` calls). These records make every traced call dearer.
     """
+    from . import _trace
     rec = _Recording()
     if _state.backend == "sim":
         from ..sim import clock
         clock.start_trace()
+        _hostspans.start(now=_state.host_us)
         try:
             yield rec
         finally:
+            host = _hostspans.stop()
             spans = clock.stop_trace()
-        t0 = min((s.start_us for s in spans), default=0.0)
-        rec.timeline = Timeline([Span(s.row, s.name, s.start_us - t0, s.end_us - t0, s.kind)
-                                 for s in spans], source="model", note=note)
+        rec.timeline = _trace.sim_timeline(host, spans, note)
         return
     from . import _cupti
     ok, why = _cupti.available()
     if ok:
-        with _cupti.KernelTrace() as tr:
-            yield rec
-        tl = tr.timeline(note=note)
-        # CUPTI reports its own set-up calls first: start the picture at the first real work.
-        work = [sp.start_us for sp in tl.spans if sp.kind in ("launch", "graph", "kernel", "memcpy", "memset")]
-        t0 = min(work, default=0.0)
-        rec.timeline = Timeline([Span(sp.row, sp.name, sp.start_us - t0, sp.end_us - t0, sp.kind)
-                                 for sp in tl.spans if sp.end_us >= t0], source="cupti", note=note)
+        probe = _trace.trace_probe()
+        untraced = probe.host_costs_us()
+        kinds = ("kernel", "memcpy", "memset") + (("runtime", "driver") if api else ())
+        with _cupti.KernelTrace(kinds=kinds) as tr:
+            probe.warm()                     # CUPTI's first-launch cost lands here, unseen
+            traced = probe.host_costs_us()
+            offset = _trace.clock_offset_ns(_cupti.timestamp_ns)
+            t0_cupti = tr.t_enter_ns
+            _hostspans.start()
+            begin = time.perf_counter_ns()
+            try:
+                yield rec
+            finally:
+                host = _hostspans.stop()
+        added, per_node = _trace.added_note(untraced, traced, probe.NODES)
+        if api:
+            added += "; API records on: each traced API call costs more than untraced"
+        rec.timeline = _trace.gpu_timeline(
+            host, tr.spans(t0_cupti), begin_ns=begin, offset_ns=offset, t0_cupti_ns=t0_cupti,
+            note="; ".join(p for p in (note, added) if p), warmup_names=(probe.NAME,),
+            added_per_node_us=per_node)
         return
     start, end = check(rt.cudaEventCreate()), check(rt.cudaEventCreate())
     check(rt.cudaEventRecord(start, 0))
-    t0 = _state.host_us()
+    _hostspans.start()
+    t0 = time.perf_counter_ns()
     try:
         yield rec
     finally:
-        t1 = _state.host_us()
+        t1 = time.perf_counter_ns()
+        host = _hostspans.stop()
         check(rt.cudaEventRecord(end, 0))
         check(rt.cudaEventSynchronize(end))
         gpu = check(rt.cudaEventElapsedTime(start, end)) * 1000.0
         rt.cudaEventDestroy(start)
         rt.cudaEventDestroy(end)
-    rec.timeline = Timeline([Span("CPU", "region", 0.0, t1 - t0, "api"),
-                             Span("GPU (events)", "all GPU work", 0.0, gpu, "kernel")],
+    cpu = _trace.host_spans_to_spans(host, 1e-3, t0) or [Span("CPU", "region", 0.0, (t1 - t0) / 1e3, "api")]
+    rec.timeline = Timeline(cpu + [Span("GPU (events)", "all GPU work", 0.0, gpu, "kernel")],
                             source="events", note=f"no CUPTI ({why}); {note}")

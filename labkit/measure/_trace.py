@@ -1,0 +1,203 @@
+"""Recording a timeline on either backend: labkit's own CPU row, the device's rows.
+
+Both backends draw the same CPU row: the spans labkit records around its own calls
+(`labkit._hostspans`: an eager launch with numba's whole dispatch, a prepared launch, a graph
+launch, synchronizations, copies), each timed with the backend's host clock. The device rows
+come from the simulator's model, or on a GPU from CUPTI's activity records (GPU kinds only:
+CUPTI's API records would draw ``cuLaunchKernel`` instead of numba's dispatch, and make each
+traced call dearer).
+
+What a GPU trace adds, and how it is kept out of the picture (measured on the H200, see
+tests/measure/trace_honesty_probe.py and its log):
+
+- attaching CUPTI (~10 ms) happens before the picture starts, and detaching after it ends;
+- the first launch after kernel activity is enabled costs a few ms (CUPTI sets itself up
+  then): a warm-up launch of labkit's own tiny kernel absorbs it, before the picture starts;
+- with kernel activity on, an eager launch costs somewhat more (≈ 1-2×) and a graph launch
+  about 0.7 µs more per kernel node (CUPTI instruments each node). Both are measured at the
+  start of each trace, on labkit's own kernel and graph, untraced then traced, and the
+  timeline's note says what tracing adds.
+"""
+from __future__ import annotations
+
+import time
+
+from .. import _hostspans, _state
+from ._spans import CPU_ROW, Span, Timeline
+
+# Device spans that start before the recording and end within this many µs of its start are
+# left out: the warm-up's tail. (A span that overlaps the start more is real work, and kept.)
+_DEVICE_KINDS = ("kernel", "memcpy", "memset")
+
+
+# --------------------------------------------------------------------------- simulator
+
+def host_spans_to_spans(host: list[_hostspans.HostSpan], scale: float, origin: float) -> list[Span]:
+    """labkit's host spans as CPU-row spans in µs: ``(clock - origin) * scale``."""
+    return [Span(CPU_ROW, h.name, (h.start - origin) * scale, (h.end - origin) * scale, h.kind)
+            for h in host]
+
+
+def _covered(span: Span, cover: list[Span], eps: float = 1e-9) -> bool:
+    return any(c.start_us - eps <= span.start_us and span.end_us <= c.end_us + eps for c in cover)
+
+
+def merge_cpu_rows(labkit_spans: list[Span], runtime_spans: list[Span]) -> list[Span]:
+    """labkit's CPU spans, plus the runtime calls made outside any of them (a learner's raw
+    ``labkit.rt`` calls); a runtime call inside a labkit span is that span's own work."""
+    outside = [s for s in runtime_spans if not _covered(s, labkit_spans)]
+    return labkit_spans + outside
+
+
+def sim_timeline(host: list[_hostspans.HostSpan], model_spans: list, note: str) -> Timeline:
+    """The simulator's timeline: labkit's CPU spans, the model's other host calls, its GPU work."""
+    labkit_cpu = host_spans_to_spans(host, 1.0, 0.0)
+    model_cpu = [Span(s.row, s.name, s.start_us, s.end_us, s.kind)
+                 for s in model_spans if s.row == CPU_ROW]
+    device = [Span(s.row, s.name, s.start_us, s.end_us, s.kind)
+              for s in model_spans if s.row != CPU_ROW]
+    spans = merge_cpu_rows(labkit_cpu, model_cpu) + device
+    t0 = min((s.start_us for s in spans), default=0.0)
+    return Timeline([Span(s.row, s.name, s.start_us - t0, s.end_us - t0, s.kind)
+                     for s in spans], source="model", note=note)
+
+
+# --------------------------------------------------------------------------- GPU
+
+def clock_offset_ns(cupti_now) -> int:
+    """CUPTI's clock minus ``time.perf_counter_ns``, from the tightest of a few brackets."""
+    best, best_width = 0, None
+    for _ in range(7):
+        a = time.perf_counter_ns()
+        c = int(cupti_now())
+        z = time.perf_counter_ns()
+        if best_width is None or z - a < best_width:
+            best, best_width = c - (a + z) // 2, z - a
+    return best
+
+
+def gpu_timeline(host: list[_hostspans.HostSpan], records: list[Span], *,
+                 begin_ns: int, offset_ns: int, t0_cupti_ns: int, note: str,
+                 warmup_names: tuple[str, ...] = (), added_per_node_us: float | None = None,
+                 ) -> Timeline:
+    """Put labkit's host spans (perf_counter ns) and CUPTI's spans (µs from ``t0_cupti_ns``)
+    on one axis whose 0 is ``begin_ns``, the moment the block began.
+
+    Device spans that ended before the block began (the warm-up) are dropped; CUPTI's API
+    records (present only when asked for) stay where no labkit span covers them. With
+    ``added_per_node_us``, each graph launch's span carries the part the tracer added
+    (``added_us``: that cost times the executable's kernel nodes, at most the whole span).
+    """
+    origin_us = (begin_ns + offset_ns - t0_cupti_ns) / 1e3   # the block's start, in CUPTI µs
+    cpu = host_spans_to_spans(host, 1e-3, begin_ns)
+    if added_per_node_us is not None:
+        cpu = [_with_added(s, h, added_per_node_us) for s, h in zip(cpu, host)]
+    shifted = [Span(s.row, s.name, s.start_us - origin_us, s.end_us - origin_us, s.kind,
+                    s.correlation_id, s.graph_id)
+               for s in records if s.end_us >= origin_us and s.name not in warmup_names]
+    api = [s for s in shifted if s.row == CPU_ROW]
+    device = [s for s in shifted if s.row != CPU_ROW]
+    return Timeline(merge_cpu_rows(cpu, api) + device, source="cupti", note=note)
+
+
+def kernel_node_count(graph_exec) -> int | None:
+    """How many kernel nodes a labkit GraphExec runs (None when its graph cannot say)."""
+    try:
+        return sum(1 for k in graph_exec.graph.node_kinds() if k == "kernel")
+    except Exception:   # a closed graph: the span is still drawn, without the tracer's share
+        return None
+
+
+def _with_added(span: Span, host: _hostspans.HostSpan, per_node_us: float) -> Span:
+    if host.kind != "graph" or host.target is None:
+        return span
+    nodes = kernel_node_count(host.target)
+    if not nodes:
+        return span
+    added = min(span.duration_us, max(per_node_us, 0.0) * nodes)
+    return Span(span.row, span.name, span.start_us, span.end_us, span.kind, added_us=added)
+
+
+class TraceProbe:
+    """labkit's own tiny kernel and a ``NODES``-node graph of it, on a private stream and
+    buffer: launched at a trace's start to absorb CUPTI's first-launch cost, and timed
+    untraced and traced to measure what the trace adds in this process, now.
+
+    Its records end before the block begins and carry ``NAME``, so they never reach the picture.
+    """
+
+    NAME = "_labkit_trace_probe"
+    NODES = 20
+    REPEAT = 3
+
+    def __init__(self):
+        import numpy as np
+        from numba import cuda
+
+        from .._capture import capture
+
+        def body(x):
+            i = cuda.grid(1)
+            if i < x.size:
+                x[i] += 1.0
+        body.__name__ = self.NAME
+        self._kernel = cuda.jit(body)
+        self._stream = cuda.stream()
+        self._handle = int(self._stream.handle.value)
+        self._x = cuda.to_device(np.zeros(32, np.float32), stream=self._stream)
+        self._kernel[1, 32, self._stream](self._x)         # compile and load, once
+        self._stream.synchronize()
+        with capture(self._handle) as cap:
+            for _ in range(self.NODES):
+                self._kernel[1, 32, self._stream](self._x)
+        self._graph = cap.graph
+        self._exec = cap.graph.instantiate(upload_stream=self._handle)
+        self._exec.launch(self._handle)
+        self._stream.synchronize()
+
+    def eager(self) -> None:
+        self._kernel[1, 32, self._stream](self._x)
+
+    def graph(self) -> None:
+        self._exec.launch(self._handle)
+
+    def warm(self) -> None:
+        """One launch of each kind, waited for: CUPTI's first-launch cost lands here."""
+        self.eager()
+        self.graph()
+        self._stream.synchronize()
+
+    def host_costs_us(self) -> tuple[float, float]:
+        """Median host µs of one eager launch and of one graph launch (each then waited for)."""
+        import statistics
+        out = []
+        for fn in (self.eager, self.graph):
+            samples = []
+            for _ in range(self.REPEAT):
+                t0 = time.perf_counter_ns()
+                fn()
+                samples.append((time.perf_counter_ns() - t0) / 1e3)
+                self._stream.synchronize()
+            out.append(statistics.median(samples))
+        return out[0], out[1]
+
+
+_probe: TraceProbe | None = None
+
+
+def trace_probe() -> TraceProbe:
+    """The process's `TraceProbe`, built on first use (a JIT compile and a capture)."""
+    global _probe
+    if _probe is None:
+        _probe = TraceProbe()
+    return _probe
+
+
+def added_note(untraced: tuple[float, float], traced: tuple[float, float], nodes: int) -> tuple[str, float]:
+    """The note that says what tracing adds, and the added µs per graph kernel node."""
+    eager_add = traced[0] - untraced[0]
+    per_node = max(traced[1] - untraced[1], 0.0) / nodes
+    note = (f"tracing adds ≈{max(eager_add, 0):.0f} µs to an eager launch "
+            f"({untraced[0]:.0f} → {traced[0]:.0f} µs) and ≈{per_node:.2f} µs per kernel node "
+            f"to a graph launch (hatched), measured now on labkit's probe kernel")
+    return note, per_node
