@@ -62,8 +62,10 @@ class Graph:
         """A networkx DiGraph with each node's ``kind`` and ``label``."""
         import networkx as nx
         g = nx.DiGraph()
-        for i, k in enumerate(self.node_kinds()):
-            g.add_node(i, kind=k, label=f"{i}:{k}")
+        for i, (node, k) in enumerate(zip(self.nodes, self.node_kinds())):
+            # name: the kernel's symbol for kernel nodes (plot.graph_dag shortens it), else the kind
+            name = (_kernel_symbol(node) if k == "kernel" else None) or k
+            g.add_node(i, kind=k, label=f"{i}:{k}", name=name)
         g.add_edges_from(self.edges)
         return g
 
@@ -195,6 +197,23 @@ class GraphExec:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _kernel_symbol(node) -> str | None:
+    """The function a kernel node runs, by name (for drawings, never for logic); None if unknown."""
+    from . import _state
+    try:
+        if _state.backend == "sim":
+            return rt.cudaGraphKernelNodeGetParams(node)[1].kernel.name
+        from cuda.bindings import driver
+        err, params = driver.cuGraphKernelNodeGetParams(driver.CUgraphNode(int(node)))
+        if int(err) == 0:
+            err, name = driver.cuFuncGetName(params.func)
+            if int(err) == 0:
+                return name.decode() if isinstance(name, bytes) else str(name)
+    except Exception:   # a label is a nicety: an old driver or odd node draws the kind instead
+        pass
+    return None
 
 
 def _kinds(nodes):
