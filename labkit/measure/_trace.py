@@ -140,7 +140,7 @@ class TraceProbe:
             i = cuda.grid(1)
             if i < x.size:
                 x[i] += 1.0
-        body.__name__ = self.NAME
+        body.__name__ = body.__qualname__ = self.NAME   # numba's symbol, CUPTI's record name
         self._kernel = cuda.jit(body)
         self._stream = cuda.stream()
         self._handle = int(self._stream.handle.value)
