@@ -60,7 +60,11 @@ class Event:
 
     def record(self, stream):
         from ._kernel import stream_handle
+        rec = _hostspans.active
+        t0 = rec.now() if rec is not None else 0
         check(rt.cudaEventRecord(self.handle, stream_handle(stream)), "recording an event")
+        if rec is not None:
+            rec.add("cudaEventRecord", "api", t0)
         return self
 
     def synchronize(self):
