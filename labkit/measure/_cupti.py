@@ -12,7 +12,8 @@ Not supported:
 
 - more than one trace at a time: CUPTI's activity buffers belong to the whole process;
 - per-thread or per-context filtering: a trace collects every thread's and context's records;
-- kinds other than concurrent kernel, memcpy, memset, runtime API and driver API.
+- kinds other than concurrent kernel, memcpy, memset, runtime API, driver API and graph
+  trace (graph-level records; CUPTI does not combine them with kernel records).
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ _BUFFER_BYTES = 8 * 1024 * 1024
 _INSTALL_HINT = ("install the gpu extra (pip install 'cuda-graphs-lab[gpu]', which brings "
                  "cupti-python matching a CUDA 13 driver)")
 
-TRACE_KINDS = ("kernel", "memcpy", "memset", "runtime", "driver")
+TRACE_KINDS = ("kernel", "memcpy", "memset", "runtime", "driver", "graph_trace")
 
 _module = None            # the cupti.cupti module, once it loaded and answered
 _why_not: str | None = None
@@ -114,7 +115,8 @@ class Record:
     """The fields of one activity record, copied out of CUPTI's buffer.
 
     CUPTI hands records to a callback and reuses the buffer after it returns, so only plain
-    values are kept. ``kind`` is "kernel", "memcpy", "memset", "runtime" or "driver".
+    values are kept. ``kind`` is "kernel", "memcpy", "memset", "runtime", "driver" or
+    "graph_trace" (one record for a whole graph launch's GPU execution).
     """
 
     kind: str
@@ -137,7 +139,8 @@ def _kind_names() -> dict[int, str]:
         enum = _module.ActivityKind
         for attr, name in (("CONCURRENT_KERNEL", "kernel"), ("KERNEL", "kernel"),
                            ("MEMCPY", "memcpy"), ("MEMSET", "memset"),
-                           ("RUNTIME", "runtime"), ("DRIVER", "driver")):
+                           ("RUNTIME", "runtime"), ("DRIVER", "driver"),
+                           ("GRAPH_TRACE", "graph_trace")):
             if hasattr(enum, attr):
                 names[int(getattr(enum, attr))] = name
     return names
@@ -292,6 +295,10 @@ def records_to_spans(records: Iterable[Record], t0_ns: int | None = None,
             continue
         if r.kind == "kernel":
             name = short_kernel_name(r.name) if r.name else "kernel"
+        elif r.kind == "graph_trace":   # a graph launch's whole GPU execution, one span
+            spans.append(Span(f"stream {r.stream_id}", "graph", start_us, end_us, "kernel",
+                              r.correlation_id, r.graph_id))
+            continue
         elif r.kind == "memcpy":
             name = f"memcpy {_MEMCPY_DIRECTION.get(r.copy_kind, '')}".strip()
         else:
@@ -396,7 +403,7 @@ class KernelTrace:
 
     def _activity_kind(self, module, kind: str):
         attr = {"kernel": "CONCURRENT_KERNEL", "memcpy": "MEMCPY", "memset": "MEMSET",
-                "runtime": "RUNTIME", "driver": "DRIVER"}[kind]
+                "runtime": "RUNTIME", "driver": "DRIVER", "graph_trace": "GRAPH_TRACE"}[kind]
         # CONCURRENT_KERNEL, not KERNEL: the latter serializes kernels and changes timings.
         return getattr(module.ActivityKind, attr)
 
@@ -457,6 +464,28 @@ class KernelTrace:
     def timestamp_ns(self) -> int:
         """CUPTI's clock now (ns), to mark a moment inside the block for aligning spans."""
         return timestamp_ns()
+
+    def graph_launch_hooks(self, swap_in_graph_trace: bool):
+        """``(before, after)``: turn kernel records off around one graph launch (CUPTI then
+        does not instrument each kernel node), optionally with graph-level records on instead.
+
+        For `labkit._hostspans.Recorder.before_graph` / ``after_graph``: they run outside the
+        launch's span.
+        """
+        module = _module
+        kernel = self._activity_kind(module, "kernel")
+        graph = self._activity_kind(module, "graph_trace") if swap_in_graph_trace else None
+
+        def before():
+            module.activity_disable(kernel)
+            if graph is not None:
+                module.activity_enable(graph)
+
+        def after():
+            if graph is not None:
+                module.activity_disable(graph)
+            module.activity_enable(kernel)
+        return before, after
 
     @property
     def records(self) -> list[Record]:

@@ -25,9 +25,15 @@ import time
 from .. import _hostspans, _state
 from ._spans import CPU_ROW, Span, Timeline
 
-# Device spans that start before the recording and end within this many µs of its start are
-# left out: the warm-up's tail. (A span that overlaps the start more is real work, and kept.)
-_DEVICE_KINDS = ("kernel", "memcpy", "memset")
+# How a GPU trace records graph launches:
+# "kernels":     kernel records stay on, so the graph's kernels are drawn one by one; CUPTI then
+#                instruments every kernel node, and that added host cost is drawn hatched,
+#                estimated per node on labkit's probe graph, measured in the same process.
+# "graph_trace": kernel records go off around each launch and CUPTI's graph-level record on
+#                (outside the launch's span): the launch costs what it costs untraced, and its
+#                GPU execution is one "graph" bar.
+# "untraced":    kernel records go off around each launch: honest host cost, no GPU bar.
+GRAPH_LAUNCHES = "kernels"
 
 
 # --------------------------------------------------------------------------- simulator
@@ -193,11 +199,18 @@ def trace_probe() -> TraceProbe:
     return _probe
 
 
-def added_note(untraced: tuple[float, float], traced: tuple[float, float], nodes: int) -> tuple[str, float]:
+def added_note(untraced: tuple[float, float], traced: tuple[float, float], nodes: int,
+               graph_launches: str = "kernels") -> tuple[str, float]:
     """The note that says what tracing adds, and the added µs per graph kernel node."""
     eager_add = traced[0] - untraced[0]
     per_node = max(traced[1] - untraced[1], 0.0) / nodes
     note = (f"tracing adds ≈{max(eager_add, 0):.0f} µs to an eager launch "
-            f"({untraced[0]:.0f} → {traced[0]:.0f} µs) and ≈{per_node:.2f} µs per kernel node "
-            f"to a graph launch (hatched), measured now on labkit's probe kernel")
-    return note, per_node
+            f"({untraced[0]:.0f} → {traced[0]:.0f} µs)")
+    if graph_launches == "kernels":
+        note += f" and ≈{per_node:.2f} µs per kernel node to a graph launch (hatched)"
+    elif graph_launches == "graph_trace":
+        note += ("; graph launches untraced per kernel (CUPTI would add "
+                 f"≈{per_node:.2f} µs per node): each GPU execution is one 'graph' bar")
+    else:
+        note += "; graph launches untraced (their kernels are not drawn)"
+    return note + ", measured now on labkit's probe kernel", per_node

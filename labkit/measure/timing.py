@@ -166,24 +166,28 @@ def timeline(note: str = "", api: bool = False):
         probe = _trace.trace_probe()
         untraced = probe.host_costs_us()
         kinds = ("kernel", "memcpy", "memset") + (("runtime", "driver") if api else ())
+        graphs = _trace.GRAPH_LAUNCHES
         with _cupti.KernelTrace(kinds=kinds) as tr:
             probe.warm()                     # CUPTI's first-launch cost lands here, unseen
             traced = probe.host_costs_us()
             offset = _trace.clock_offset_ns(_cupti.timestamp_ns)
             t0_cupti = tr.t_enter_ns
-            _hostspans.start()
+            recorder = _hostspans.start()
+            if graphs != "kernels":          # kernel records off around each graph launch
+                recorder.before_graph, recorder.after_graph = tr.graph_launch_hooks(
+                    graphs == "graph_trace")
             begin = time.perf_counter_ns()
             try:
                 yield rec
             finally:
                 host = _hostspans.stop()
-        added, per_node = _trace.added_note(untraced, traced, probe.NODES)
+        added, per_node = _trace.added_note(untraced, traced, probe.NODES, graphs)
         if api:
             added += "; API records on: each traced API call costs more than untraced"
         rec.timeline = _trace.gpu_timeline(
             host, tr.spans(t0_cupti), begin_ns=begin, offset_ns=offset, t0_cupti_ns=t0_cupti,
             note="; ".join(p for p in (note, added) if p), warmup_names=(probe.NAME,),
-            added_per_node_us=per_node)
+            added_per_node_us=per_node if graphs == "kernels" else None)
         return
     start, end = check(rt.cudaEventCreate()), check(rt.cudaEventCreate())
     check(rt.cudaEventRecord(start, 0))
