@@ -258,6 +258,10 @@ def timeline(tl: Timeline, ax=None, title: str = "Timeline", t0: float | None = 
              max_labels: int = 12):
     """Draw a timeline as Nsight Systems does: a CPU row on top, then one row per stream.
 
+    A span's ``added_us`` (what a tracer added to it) is drawn hatched at its end, with a
+    legend entry "added by the tracer". Spans narrower than ``TIMELINE_MIN_WIDTH`` of the axis
+    are drawn that wide, and the x label says so.
+
     Parameters
     ----------
     tl : Timeline
