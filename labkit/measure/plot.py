@@ -309,7 +309,10 @@ def timeline(tl: Timeline, ax=None, title: str = "Timeline", t0: float | None = 
                 widened |= any(s.duration_us < min_width for s in spans)
                 bars = [(s.start_us - origin, max(s.duration_us - s.added_us, min_width))
                         for s in spans]
-                ax.broken_barh(bars, (y - 0.38, 0.76), facecolors=KIND_COLORS[kind], linewidth=0)
+                # back-to-back host calls would merge into one bar: a hairline separates them
+                host = kind in ("launch", "graph", "api")
+                ax.broken_barh(bars, (y - 0.38, 0.76), facecolors=KIND_COLORS[kind],
+                               edgecolor="white" if host else "none", linewidth=0.5 if host else 0)
                 added = [(s.end_us - s.added_us - origin, s.added_us) for s in spans if s.added_us > 0]
                 if added:
                     ax.broken_barh(added, (y - 0.38, 0.76), facecolors="white",
