@@ -2,22 +2,21 @@
 from __future__ import annotations
 
 import contextlib
-import threading
 
+from . import _capstack, _hostspans
 from ._errors import CudaError, check
-from ._kernel import stream_handle
-from ._state import rt
+from ._graph import Graph
+from ._handles import stream_handle
+from ._streams import Event
+from .backend import rt
 
-__all__ = ["capture", "fork", "Capture"]
-
-_scratch = None   # the stream numba prepares single launches on (see scratch_kernel_node), made once
+__all__ = ["capture", "fork", "Capture", "current_capture"]
 
 _MODES = {
     "global": rt.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal,
     "thread_local": rt.cudaStreamCaptureMode.cudaStreamCaptureModeThreadLocal,
     "relaxed": rt.cudaStreamCaptureMode.cudaStreamCaptureModeRelaxed,
 }
-_active = threading.local()
 
 
 class Capture:
@@ -46,7 +45,6 @@ def capture(stream, mode: str = "global"):
     capturing. A Python exception from the block propagates unchanged; if the capture was
     invalidated, a `CudaError` names the first failing call.
     """
-    from ._graph import Graph
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {sorted(_MODES)}, got {mode!r}")
     h = stream_handle(stream)
@@ -58,8 +56,7 @@ def capture(stream, mode: str = "global"):
     rt.cudaGetLastError()   # start clean, so a later error is this capture's own
     check(rt.cudaStreamBeginCapture(h, _MODES[mode]), "cudaStreamBeginCapture")
     cap = Capture(stream, mode)
-    stack = getattr(_active, "stack", None) or []
-    _active.stack = stack + [cap]
+    stack = _capstack.push(cap)
     body_error = None
     try:
         yield cap
@@ -69,7 +66,7 @@ def capture(stream, mode: str = "global"):
             cap.first_error = e
         raise
     finally:
-        _active.stack = stack
+        _capstack.pop(stack)
         first = rt.cudaGetLastError()[0]
         err, graph = rt.cudaStreamEndCapture(h)
         if int(err) == 0:
@@ -82,28 +79,9 @@ def capture(stream, mode: str = "global"):
             raise CudaError(err, f"cudaStreamEndCapture{where}") from cause
 
 
-@contextlib.contextmanager
-def scratch_kernel_node(kernel, grid, block, args):
-    """The kernel node numba makes for ``kernel[grid, block](*args)``, valid inside the block.
-
-    numba flattens each array into several kernel parameters; rather than rebuild that layout,
-    labkit lets numba prepare one launch, captured (relaxed mode) on a scratch stream, and
-    yields the scratch graph's single node so the caller can copy its parameters. The scratch
-    graph is destroyed when the block ends: callers keep ``args`` alive themselves.
-    """
-    from ._streams import Stream
-    global _scratch
-    if _scratch is None:
-        _scratch = Stream()
-    with capture(_scratch, mode="relaxed") as cap:
-        kernel[grid, block, _scratch](*args)
-    with cap.graph as scratch:
-        yield check(rt.cudaGraphGetNodes(scratch.handle, 1), "cudaGraphGetNodes")[0][0]
-
-
 def current_capture():
-    stack = getattr(_active, "stack", None)
-    return stack[-1] if stack else None
+    """The innermost `labkit.capture` open in this thread, or None."""
+    return _capstack.current()
 
 
 @contextlib.contextmanager
@@ -114,8 +92,6 @@ def fork(origin, *streams, timing: bool = False):
     recorded on the origin is waited on by each side stream (the fork); at the end an event
     recorded on each side stream is waited on by the origin (the join).
     """
-    from . import _hostspans
-    from ._streams import Event
     o = stream_handle(origin)
     rec = _hostspans.active       # a timeline is open: the fork and the join are CPU spans
     t0 = rec.now() if rec is not None else 0

@@ -1,4 +1,9 @@
-"""`Graph` (a captured or built cudaGraph_t) and `GraphExec` (its instantiated executable)."""
+"""`Graph` (a captured or built cudaGraph_t), `GraphExec` (its instantiated executable) and
+`KernelNode` (one kernel node of an executable, updated again and again).
+
+A kernel node's parameters are a `labkit.LaunchParams`, built once; setting one on a node is
+one driver call (``cuGraphExecKernelNodeSetParams`` with the prebuilt block).
+"""
 from __future__ import annotations
 
 import os
@@ -6,20 +11,35 @@ import tempfile
 
 from . import _hostspans
 from ._errors import CudaError, check
-from ._kernel import stream_handle
-from ._state import rt, copy_kernel_node_params
+from ._handles import Handle, stream_handle
+from ._prepared import LaunchParams
+from .backend import kernel_node_name as _kernel_node_name, rt
 
-__all__ = ["Graph", "GraphExec", "UpdateResult"]
+__all__ = ["Graph", "GraphExec", "KernelNode", "UpdateResult"]
 
 _KIND = {
     "cudaGraphNodeTypeKernel": "kernel", "cudaGraphNodeTypeMemcpy": "memcpy",
     "cudaGraphNodeTypeMemset": "memset", "cudaGraphNodeTypeEmpty": "empty",
     "cudaGraphNodeTypeEventRecord": "event_record", "cudaGraphNodeTypeWaitEvent": "wait_event",
     "cudaGraphNodeTypeGraph": "graph", "cudaGraphNodeTypeHost": "host",
+    "cudaGraphNodeTypeConditional": "conditional",
 }
 
 
-class Graph:
+def _params(kernel, grid, block, args) -> LaunchParams:
+    """``kernel`` if it is a LaunchParams already (then no grid, block or args), else built."""
+    if isinstance(kernel, LaunchParams):
+        if grid is not None or block is not None or args:
+            raise TypeError("pass either a LaunchParams, or a kernel with its grid, block and "
+                            "arguments, not both")
+        return kernel
+    if grid is None or block is None:
+        raise TypeError("a kernel node needs the kernel's grid and block: "
+                        "(kernel, grid, block, *args)")
+    return LaunchParams(kernel, grid, block, args)
+
+
+class Graph(Handle):
     """A CUDA graph: nodes with their kinds and the edges between them.
 
     Made by `labkit.capture` (or from a raw ``cudaGraph_t``); owns the handle and destroys it
@@ -27,12 +47,15 @@ class Graph:
     never write into memory that was freed.
     """
 
+    _what = "graph"
+
     def __init__(self, handle, keepalive=None, owned: bool = True):
         self.handle, self._owned = handle, owned
         self.keepalive = list(keepalive or [])
 
-    def __int__(self):
-        return int(self.handle)
+    def _destroy(self, handle):
+        if self._owned:
+            check(rt.cudaGraphDestroy(handle), "cudaGraphDestroy")
 
     @property
     def nodes(self) -> list:
@@ -87,16 +110,17 @@ class Graph:
             ex.upload(upload_stream)
         return ex
 
-    def close(self):
-        if self.handle is not None and self._owned:
-            check(rt.cudaGraphDestroy(self.handle), "cudaGraphDestroy")
-        self.handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def set_kernel_args(self, index: int, kernel, grid=None, block=None, *args):
+        """Point kernel node ``index`` (in node order) of this graph at new arguments
+        (``cuGraphKernelNodeSetParams``); ``kernel`` may be a `labkit.LaunchParams` instead."""
+        lp = _params(kernel, grid, block, args)
+        knodes = self.kernel_nodes()
+        if not 0 <= index < len(knodes):
+            raise IndexError(f"kernel node {index} does not exist: the graph has {len(knodes)}")
+        err = lp.native.set_node(knodes[index])
+        if err:
+            raise CudaError(err, "setting a kernel node's parameters in the graph")
+        self.keepalive.append(lp)
 
     def __repr__(self):
         return f"<labkit.Graph nodes={len(self)} edges={len(self.edges)}>"
@@ -116,18 +140,22 @@ class UpdateResult:
         return f"<UpdateResult ok={self.ok} code={self.code} {self.reason}>"
 
 
-class GraphExec:
+class GraphExec(Handle):
     """An executable graph: `launch` it as often as you like; `update` it in place."""
+
+    _what = "executable graph"
 
     def __init__(self, handle, graph: Graph):
         self.handle, self.graph = handle, graph
         self._source_nodes = graph.nodes   # the nodes that name this executable's nodes
-        self._kernel_nodes = None          # found on the first set_kernel_args, then kept
+        self._kernel_nodes = None          # found on the first node update, then kept
         self._stream, self._stream_h = None, None
         self.keepalive = list(graph.keepalive)
+        self._bound: dict = {}             # kernel node index -> the LaunchParams it runs now
+        self._easy: dict = {}              # (index, kernel, grid, block) -> KernelNode
 
-    def __int__(self):
-        return int(self.handle)
+    def _destroy(self, handle):
+        check(rt.cudaGraphExecDestroy(handle), "cudaGraphExecDestroy")
 
     def launch(self, stream):
         """Submit the whole graph to ``stream`` with one ``cudaGraphLaunch``."""
@@ -163,57 +191,114 @@ class GraphExec:
             # Nodes keep the names of the graph this was instantiated from, even after an update.
             self.graph = graph
             self.keepalive = list(graph.keepalive)
+            self._bound.clear()            # the nodes run the new graph's parameters now
             return UpdateResult(0)
         reason = ("the new graph's topology or node types differ from the executable's"
                   if int(err) == 910 else CudaError(err).description)
         return UpdateResult(err, reason)
 
-    def set_kernel_args(self, index: int, kernel, grid, block, *args):
-        """Point kernel node ``index`` (in capture order) at new arguments.
-
-        numba prepares the arguments by launching ``kernel`` into a scratch capture; that node's
-        parameters are copied into this executable's node. Only this node changes.
-        """
-        from ._capture import scratch_kernel_node
+    def _kernel_node(self, index: int):
         if self._kernel_nodes is None:     # one cudaGraphNodeGetType per node: do it once
             self._kernel_nodes = [n for n, k in zip(self._source_nodes, _kinds(self._source_nodes))
                                   if k == "kernel"]
         knodes = self._kernel_nodes
         if not 0 <= index < len(knodes):
             raise IndexError(f"kernel node {index} does not exist: the graph has {len(knodes)}")
-        with scratch_kernel_node(kernel, grid, block, args) as src:
-            err = copy_kernel_node_params(src, self.handle, knodes[index])[0]
-        if int(err):
-            raise CudaError(err, "setting a kernel node's parameters in the executable graph")
-        self.keepalive.append(args)
+        return knodes[index]
+
+    def kernel_node(self, index: int, kernel, grid=None, block=None, *args) -> "KernelNode":
+        """A handle for repeated updates of kernel node ``index`` (in capture order).
+
+        ``kernel`` with its ``grid``, ``block`` and ``args`` (or one `labkit.LaunchParams`) is
+        what the node is set to at each call of the handle; the handle's ``h(*args)`` rebinds
+        to other arguments of the same kinds first (checked as `labkit.prepare` checks). Only
+        this node changes, from the next launch on. Nothing is set until the first call.
+        """
+        return KernelNode(self, index, self._kernel_node(index), _params(kernel, grid, block, args))
+
+    def set_kernel_params(self, index: int, params: LaunchParams):
+        """Set kernel node ``index`` to a prebuilt `labkit.LaunchParams`."""
+        h = self._easy.get(index)          # one handle per node for prebuilt blocks
+        if h is None:
+            h = self._easy[index] = self.kernel_node(index, params)
+        elif h.params is not params:
+            h._use(params)
+        h()
+
+    def set_kernel_args(self, index: int, kernel, grid, block, *args):
+        """Point kernel node ``index`` (in capture order) at new arguments.
+
+        The easy form of `kernel_node`: the handle for ``(index, kernel, grid, block)`` is made
+        on the first call and kept, so repeating this costs a lookup more than the handle.
+        """
+        key = (index, kernel, grid, block)
+        try:
+            h = self._easy.get(key)
+        except TypeError:                  # an unhashable grid or block
+            key, h = None, None
+        if h is None:
+            h = self.kernel_node(index, kernel, grid, block, *args)
+            if key is not None:
+                self._easy[key] = h
+            h()
+        else:
+            h(*args)
 
     def close(self):
-        if self.handle is not None:
-            check(rt.cudaGraphExecDestroy(self.handle), "cudaGraphExecDestroy")
-        self.handle = None
+        super().close()
+        self._bound.clear()
+        self._easy.clear()
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
-        self.close()
+class KernelNode:
+    """One kernel node of an executable graph, updated again and again.
+
+    ``h()`` sets the node to the current `labkit.LaunchParams` (one
+    ``cuGraphExecKernelNodeSetParams`` with the prebuilt block); ``h(*args)`` first rebinds to
+    other arguments of the same kinds, reusing the blocks of arguments used before. The
+    executable keeps the arguments it runs alive. Made by `GraphExec.kernel_node`.
+    """
+
+    __slots__ = ("exec", "index", "node", "params", "_set", "_setters", "_bound")
+
+    def __init__(self, ex: GraphExec, index: int, node, params: LaunchParams):
+        self.exec, self.index, self.node = ex, index, node
+        self._bound = ex._bound
+        self._setters: dict = {}
+        self._use(params)
+
+    def _use(self, params):
+        setter = self._setters.get(params)
+        if setter is None:
+            if len(self._setters) >= 8:
+                self._setters.pop(next(iter(self._setters)))
+            setter = self._setters[params] = params.native.exec_node_setter(self.exec.handle,
+                                                                            self.node)
+        self.params, self._set = params, setter
+
+    def __call__(self, *args):
+        if args:
+            p = self.params.with_args(*args)
+            if p is not self.params:
+                self._use(p)
+        if self.exec.handle is None:
+            raise ValueError("the executable graph was closed: make a new handle from an open "
+                             "GraphExec")
+        err, = self._set()
+        if err:
+            raise CudaError(err, "setting a kernel node's parameters in the executable graph")
+        self._bound[self.index] = self.params
+
+    def __repr__(self):
+        return f"<labkit.KernelNode {self.index} of {self.exec!r}: {self.params!r}>"
 
 
 def _kernel_symbol(node) -> str | None:
     """The function a kernel node runs, by name (for drawings, never for logic); None if unknown."""
-    from . import _state
     try:
-        if _state.backend == "sim":
-            return rt.cudaGraphKernelNodeGetParams(node)[1].kernel.name
-        from cuda.bindings import driver
-        err, params = driver.cuGraphKernelNodeGetParams(driver.CUgraphNode(int(node)))
-        if int(err) == 0:
-            err, name = driver.cuFuncGetName(params.func)
-            if int(err) == 0:
-                return name.decode() if isinstance(name, bytes) else str(name)
+        return _kernel_node_name(node)
     except Exception:   # a label is a nicety: an old driver or odd node draws the kind instead
-        pass
-    return None
+        return None
 
 
 def _kinds(nodes):

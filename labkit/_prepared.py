@@ -1,24 +1,36 @@
-"""Prepared launches: a numba kernel launched again and again without numba's dispatcher.
+"""Launch parameters built once, and prepared launches made of them.
 
 Each ``k[grid, block, stream](x)`` call makes numba type every argument, look up the compiled
 overload, flatten each array into its fields (pointer, shape, strides, ...) and build a launch
-configuration before the driver sees anything. `prepare` does all of that once and keeps the
-driver's parameter block; a call is then one ``cuLaunchKernel`` with that block, about the cost
-of a C++ ``<<<>>>`` launch. Arguments can be rebound to others of the same kind (same dtype,
-shape and strides for arrays, same dtype for scalars); anything else is refused, never launched.
+configuration before the driver sees anything. `LaunchParams` does all of that once and keeps
+the driver's parameter block (a ``CUDA_KERNEL_NODE_PARAMS`` on a GPU, the simulator's
+``cudaKernelNodeParams`` on "sim"). The same block serves a prepared launch (`prepare`), a
+graph node's update (`labkit.GraphExec.kernel_node`, ``set_kernel_args``) and an explicit node
+add (`labkit.explicit.add_kernel_node`).
 
-On the simulator the same checks apply and the launch costs the calibrated ``prepared_launch_us``.
+Arguments can be rebound to others of the same kind (same dtype, shape and strides for arrays,
+same dtype for scalars); anything else is refused, never launched. The last few blocks of one
+kernel and shape are kept, keyed by the argument objects themselves (held, so the key cannot be
+reused): switching back to arguments used before costs a lookup, not a rebuild.
 """
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 
-from . import _hostspans, _state
-from ._errors import CudaError
+from . import _capstack, _hostspans
+from .backend import KernelParams as _NativeParams
+from ._handles import stream_handle
 
-__all__ = ["prepare", "PreparedLaunch"]
+__all__ = ["prepare", "PreparedLaunch", "LaunchParams", "launch_params"]
+
+_KEPT = 8      # parameter blocks remembered per kernel and shape
+
+
+def _dims(d) -> tuple[int, int, int]:
+    d = (d,) if isinstance(d, (int, np.integer)) else tuple(d)
+    if not 1 <= len(d) <= 3 or any(int(x) < 1 for x in d):
+        raise ValueError(f"launch dimensions must be 1 to 3 positive ints, got {d!r}")
+    return tuple(int(x) for x in d) + (1,) * (3 - len(d))
 
 
 def _describe(i, a):
@@ -52,15 +64,69 @@ def _explain(i, want, got) -> str:
     return f"argument {i} differs from what was prepared"
 
 
-def _as_ctypes(v):
-    """numba's flattened argument -> a ctypes object holding the bytes the kernel expects."""
-    if isinstance(v, ctypes._SimpleCData):
-        return v
-    if isinstance(v, bool):
-        return ctypes.c_bool(v)
-    if isinstance(v, int):          # numba passes pointers, sizes, shapes and strides as intptr
-        return ctypes.c_ssize_t(v)
-    raise TypeError(f"cannot pass {type(v).__name__} to a prepared launch")
+class _Family:
+    """What every rebinding of one kernel and launch shape shares: the argument kinds, and the
+    blocks built so far (argument ids -> LaunchParams, which holds those arguments)."""
+
+    def __init__(self, name, sig):
+        self.name, self.sig, self.kept = name, sig, {}
+
+    def check(self, args):
+        if len(args) != len(self.sig):
+            raise TypeError(f"{self.name} was prepared with {len(self.sig)} arguments, "
+                            f"got {len(args)}")
+        for i, (want, a) in enumerate(zip(self.sig, args)):
+            got = _describe(i, a)
+            if got != want:
+                raise TypeError(f"{self.name}: " + _explain(i, want, got))
+
+    def keep(self, key, lp):
+        if len(self.kept) >= _KEPT:
+            self.kept.pop(next(iter(self.kept)))
+        self.kept[key] = lp
+
+
+class LaunchParams:
+    """``kernel[grid, block](*args)`` as the driver takes it, built once.
+
+    Made by `launch_params` (or ``Kernel.params``). ``with_args(*args)`` gives the block for
+    other arguments of the same kinds (checked). It keeps ``args`` alive: it holds their
+    device pointers.
+    """
+
+    __slots__ = ("kernel", "grid", "block", "args", "native", "_family")
+
+    def __init__(self, k, grid, block, args, _family=None):
+        args = tuple(args)
+        if _family is None:
+            if not (hasattr(k, "dispatcher") and hasattr(k, "reference")):
+                raise TypeError(f"prepare takes a @labkit.kernel, got {type(k).__name__}")
+            grid, block = _dims(grid), _dims(block)
+            _family = _Family(k.name, tuple(_describe(i, a) for i, a in enumerate(args)))
+            _family.keep(tuple(map(id, args)), self)
+        self.kernel, self.grid, self.block, self.args = k, grid, block, args
+        self._family = _family
+        self.native = _NativeParams(k, grid, block, args)
+
+    def with_args(self, *args) -> "LaunchParams":
+        """The same kernel and shape with other arguments of the same kinds."""
+        fam = self._family
+        key = tuple(map(id, args))
+        hit = fam.kept.get(key)
+        if hit is not None:
+            return hit
+        fam.check(args)
+        lp = LaunchParams(self.kernel, self.grid, self.block, args, fam)
+        fam.keep(key, lp)
+        return lp
+
+    def __repr__(self):
+        return f"<labkit.LaunchParams {self.kernel.name}[{self.grid}, {self.block}]>"
+
+
+def launch_params(k, grid, block, *args) -> LaunchParams:
+    """Build ``k[grid, block](*args)``'s parameter block once (see `LaunchParams`)."""
+    return LaunchParams(k, grid, block, args)
 
 
 class PreparedLaunch:
@@ -71,81 +137,34 @@ class PreparedLaunch:
     """
 
     def __init__(self, k, grid, block, stream, args):
-        from ._kernel import Kernel, _dims, stream_handle
-        if not isinstance(k, Kernel):
-            raise TypeError(f"prepare takes a @labkit.kernel, got {type(k).__name__}")
-        self.kernel, self.grid, self.block = k, _dims(grid), _dims(block)
+        self.params = LaunchParams(k, grid, block, args)
+        self.kernel, self.grid, self.block = k, self.params.grid, self.params.block
         self.stream = stream
         self._h = stream_handle(stream)
-        self._sig = tuple(_describe(i, a) for i, a in enumerate(args))
-        self.args = tuple(args)
-        if _state.backend == "cuda":
-            self._prepare_cuda()
+
+    @property
+    def args(self):
+        return self.params.args
 
     def __repr__(self):
         return (f"<labkit.PreparedLaunch {self.kernel.name}[{self.grid}, {self.block}] "
                 f"on stream {self._h:#x}>")
 
-    # -------------------------------------------------------------------- cuda
-    def _prepare_cuda(self):
-        from cuda.bindings import driver
-        disp = self.kernel.dispatcher
-        types = tuple(disp.typeof_pyval(a) for a in self.args)
-        self._compiled = disp.compile(types)
-        self._types = types
-        self._f = driver.CUfunction(int(self._compiled._codelibrary.get_cufunc().handle))
-        self._cu_stream = driver.CUstream(self._h)
-        self._launch = driver.cuLaunchKernel
-        self._bind_cuda(self.args)
-
-    def _bind_cuda(self, args):
-        flat, retr = [], []
-        for t, v in zip(self._types, args):
-            self._compiled._prepare_args(t, v, 0, retr, flat)
-        if retr:   # numba would have copied something and copied it back: not a prepared launch
-            raise TypeError("a prepared launch takes device arrays only; use labkit.to_device")
-        self._store = [_as_ctypes(v) for v in flat]       # keeps the bytes alive
-        self._ptrs = (ctypes.c_void_p * max(len(flat), 1))(
-            *[ctypes.addressof(c) for c in self._store])
-        self._params = ctypes.addressof(self._ptrs)
-
-    # -------------------------------------------------------------------- both
     def rebind(self, *args):
         """Point the prepared launch at other arguments of the same kinds."""
-        if len(args) != len(self._sig):
-            raise TypeError(f"{self.kernel.name} was prepared with {len(self._sig)} arguments, "
-                            f"got {len(args)}")
-        for i, (want, a) in enumerate(zip(self._sig, args)):
-            got = _describe(i, a)
-            if got != want:
-                raise TypeError(f"{self.kernel.name}: " + _explain(i, want, got))
-        self.args = tuple(args)
-        if _state.backend == "cuda":
-            self._bind_cuda(self.args)
+        self.params = self.params.with_args(*args)
 
     def __call__(self, *args):
         rec = _hostspans.active        # a timeline is open: this launch is a span of its CPU row
         t0 = rec.now() if rec is not None else 0
         if args:
-            self.rebind(*args)
-        if _state.backend == "cuda":
-            g, b = self.grid, self.block
-            err, = self._launch(self._f, g[0], g[1], g[2], b[0], b[1], b[2], 0,
-                                self._cu_stream, self._params, 0)
-            if err:
-                raise CudaError(int(err), f"prepared launch of {self.kernel.name}")
-        else:
-            rt = _state.rt
-            err = rt.launch_kernel(self.kernel, self.grid, self.block, self._h, self.args,
-                                   launch_us=rt.P("prepared_launch_us"))
-            if int(err) != 0:
-                raise CudaError(err, f"prepared launch of {self.kernel.name}")
+            self.params = self.params.with_args(*args)
+        p = self.params
+        p.native.launch(self._h)
         if rec is not None:
             rec.add(f"prepared {self.kernel.name}", "launch", t0)
-        from ._capture import current_capture
-        cap = current_capture()
-        if cap is not None:    # the graph refers to these buffers: keep them alive with it
-            cap.keepalive.append(self.args)
+        if _capstack.open_count:   # the graph refers to these buffers: keep them alive with it
+            _capstack.keep(p.args)
 
 
 def prepare(k, grid, block, stream, *args) -> PreparedLaunch:

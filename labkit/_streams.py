@@ -3,24 +3,27 @@ from __future__ import annotations
 
 from . import _hostspans
 from ._errors import check
-from ._state import rt
+from ._handles import Handle, stream_handle
+from .backend import rt
 
 __all__ = ["Stream", "Event", "synchronize"]
 
 
-class Stream:
+class Stream(Handle):
     """A non-blocking CUDA stream (never the legacy NULL stream, which cannot be captured).
 
     ``int(stream)`` and ``stream.handle`` give the raw handle for ``labkit.rt`` calls. Close it
     with ``close()`` or use it as a context manager.
     """
 
+    _what = "stream"
+
     def __init__(self, nonblocking: bool = True):
         flags = rt.cudaStreamNonBlocking if nonblocking else rt.cudaStreamDefault
         self.handle = check(rt.cudaStreamCreateWithFlags(flags), "creating a stream")
 
-    def __int__(self):
-        return int(self.handle)
+    def _destroy(self, handle):
+        check(rt.cudaStreamDestroy(handle), "destroying a stream")
 
     def synchronize(self):
         rec = _hostspans.active
@@ -33,33 +36,23 @@ class Stream:
         status = check(rt.cudaStreamIsCapturing(self.handle))
         return int(status) != 0
 
-    def close(self):
-        if self.handle is not None:
-            check(rt.cudaStreamDestroy(self.handle), "destroying a stream")
-            self.handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
     def __repr__(self):
         return f"<labkit.Stream {int(self.handle) if self.handle is not None else 'closed'}>"
 
 
-class Event:
+class Event(Handle):
     """A CUDA event; ``timing=False`` makes the cheaper kind used only for dependencies."""
+
+    _what = "event"
 
     def __init__(self, timing: bool = True):
         flags = rt.cudaEventDefault if timing else rt.cudaEventDisableTiming
         self.handle = check(rt.cudaEventCreateWithFlags(flags), "creating an event")
 
-    def __int__(self):
-        return int(self.handle)
+    def _destroy(self, handle):
+        check(rt.cudaEventDestroy(handle), "destroying an event")
 
     def record(self, stream):
-        from ._kernel import stream_handle
         rec = _hostspans.active
         t0 = rec.now() if rec is not None else 0
         check(rt.cudaEventRecord(self.handle, stream_handle(stream)), "recording an event")
@@ -77,17 +70,6 @@ class Event:
     def elapsed_ms(self, later: "Event") -> float:
         """Milliseconds from this event to ``later`` (both recorded and complete)."""
         return check(rt.cudaEventElapsedTime(self.handle, later.handle), "timing events")
-
-    def close(self):
-        if self.handle is not None:
-            check(rt.cudaEventDestroy(self.handle), "destroying an event")
-            self.handle = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 def synchronize():

@@ -14,6 +14,7 @@ import math
 from collections import OrderedDict
 
 from ._graph import Graph, GraphExec
+from ._streams import Stream
 
 __all__ = ["GraphCache", "UpdatingGraph"]
 
@@ -123,7 +124,6 @@ class GraphCache:
         if stream is not None:
             return stream
         if self._stream is None:
-            from ._streams import Stream
             self._own_stream = self._stream = Stream()
         return self._stream
 

@@ -110,3 +110,45 @@ def test_the_numpy_cap_check_tells_a_missing_bound_from_a_real_one(line, capped)
 
 def test_the_numpy_cap_check_fails_when_numpy_is_not_listed():
     assert not _caps_numpy_below_broken([Requirement("numba>=0.60")])
+
+
+# --- the GPU extras: one per CUDA major version of the NVIDIA driver ------------------------
+
+def _extra(name: str) -> list[Requirement]:
+    return [Requirement(line) for line in _pyproject()["project"]["optional-dependencies"][name]]
+
+
+def _base(name: str) -> Requirement:
+    [req] = [Requirement(line) for line in _pyproject()["project"]["dependencies"]
+             if canonicalize_name(Requirement(line).name) == name]
+    return req
+
+
+def test_the_base_accepts_cuda_bindings_of_either_major_so_an_extra_can_pick_one():
+    spec = _base("cuda-bindings").specifier
+    assert spec.contains("12.9.6") and spec.contains("13.4.4") and not spec.contains("14.0.0")
+
+
+@pytest.mark.parametrize("major", [12, 13])
+def test_each_cuda_extra_brings_numba_cudas_extra_and_bindings_of_its_major(major):
+    reqs = {canonicalize_name(r.name): r for r in _extra(f"cu{major}")}
+    numba_cuda = reqs["numba-cuda"]
+    assert numba_cuda.extras == {f"cu{major}"}
+    assert numba_cuda.specifier == _base("numba-cuda").specifier
+    bindings = reqs["cuda-bindings"].specifier
+    assert bindings.contains(f"{major}.9.6") and not bindings.contains(f"{major + 1}.0.0")
+    assert not bindings.contains(f"{major - 1}.9.9")
+    assert all(bindings.contains(v) for v in _base("cuda-bindings").specifier.filter(
+        [f"{major}.9.1", f"{major}.9.6"]))
+
+
+def test_cupti_python_in_cu13_is_of_cuda_13():
+    [cupti] = [r for r in _extra("cu13") if canonicalize_name(r.name) == "cupti-python"]
+    assert cupti.specifier.contains("13.4.0") and not cupti.specifier.contains("14.0.0")
+
+
+def test_cuda_python_is_no_longer_a_dependency():
+    names = {canonicalize_name(Requirement(line).name)
+             for line in _pyproject()["project"]["dependencies"]}
+    # its 13.x metapackage pins cuda-bindings 13, which cannot run on a CUDA 12 driver
+    assert "cuda-python" not in names and "cuda-bindings" in names

@@ -1,8 +1,15 @@
 """``python -m labkit bench``: the chain benchmark (add one to 1024 float32, grid 4 × 256, K launches).
 
 Prints a table, or with ``--json`` a last line holding one JSON object. On a GPU it also prints
-CuPy and PyTorch reference rows when they are importable, and with ``--wrapper`` the host cost
-of `GraphExec.launch` against a raw ``cudaGraphLaunch`` on the same executable.
+CuPy and PyTorch reference rows when they are importable. With ``--wrapper`` it measures
+labkit's share beside the raw calls, in the same process, interleaved: `GraphExec.launch`
+against a raw ``cudaGraphLaunch``, a `labkit.KernelNode` update against a raw
+``cuGraphExecKernelNodeSetParams`` with the same prebuilt block, and a ``@labkit.kernel``
+launch against numba's bare ``k[grid, block, stream](x)``.
+
+``node_update_us`` / ``raw_node_update_us``: one kernel node of the chain's executable pointed
+at the other buffer, alternately, through labkit's handle / the raw driver call.
+``explicit_build_us``: the chain built node by node (`labkit.explicit.chain_graph`).
 """
 from __future__ import annotations
 
@@ -12,7 +19,8 @@ import json
 import numpy as np
 
 import labkit
-from labkit import timing
+from labkit import explicit, timing
+from labkit.backend import bare_launch, course_size, is_gpu
 from labkit.measure.stats import Stats
 from labkit.course.workloads import add_one, chain
 
@@ -38,6 +46,51 @@ def _capture_chain(k, x, s):
     with labkit.capture(s) as cap:
         chain(k, x, s, GRID, BLOCK)
     return cap.graph
+
+
+def interleaved(fns: dict, repeat: int, rounds: int = 3, drain=None) -> dict:
+    """Host µs per call of each of ``fns`` (name -> fn), measured in ``rounds`` alternating
+    rounds so that drift hits them alike: the median over rounds of each round's median.
+    ``drain``: a stream synchronized every 16 calls (outside the timing), so queued work never
+    makes a call wait."""
+    got = {name: [] for name in fns}
+    for r in range(rounds):
+        order = list(fns.items()) if r % 2 == 0 else list(fns.items())[::-1]
+        for name, fn in order:
+            fn()                                    # warm: first-call costs are not the figure
+            out = []
+            for i in range(repeat):
+                t0 = labkit.host_us()
+                fn()
+                out.append(labkit.host_us() - t0)
+                if drain is not None and i % 16 == 15:
+                    drain.synchronize()
+            if drain is not None:
+                drain.synchronize()
+            got[name].append(Stats(out).median)
+    return {name: float(np.median(v)) for name, v in got.items()}
+
+
+def node_updates(ex, a, b, repeat: int, rounds: int = 3) -> dict:
+    """Kernel node 0 of ``ex`` pointed at ``a`` and ``b`` alternately: labkit's handle and the raw
+    driver call with the same prebuilt blocks, interleaved. ``{"labkit": µs, "raw": µs}``."""
+    h = ex.kernel_node(0, add_one, GRID, BLOCK, b)
+    h(a); h(b)                                      # both blocks built, before any timing
+    pa, pb = h.params.with_args(a), h.params.with_args(b)
+    fa, xa = pa.native.raw_exec_set(ex.handle, h.node)
+    fb, xb = pb.native.raw_exec_set(ex.handle, h.node)
+    flip = [0, 0]
+
+    def via_labkit():
+        flip[0] ^= 1
+        h(a) if flip[0] else h(b)
+
+    def raw():
+        flip[1] ^= 1
+        fa(*xa) if flip[1] else fb(*xb)
+    t = interleaved({"labkit": via_labkit, "raw": raw}, repeat, rounds)
+    h(a)                                            # leave node 0 on the buffer it was captured with
+    return t
 
 
 def prepared_chain(p, k: int):
@@ -77,7 +130,9 @@ def measure_chain(k: int = 200, repeat: int = 20) -> dict:
         r = ex.update(g2 if i % 2 == 0 else g)
         upd.append(labkit.host_us() - t0)
         assert r.ok, r
-    node = _host(lambda: ex.set_kernel_args(0, add_one, GRID, BLOCK, y), s, repeat)
+    node = node_updates(ex, x, y, repeat=max(repeat, 20) * 5)
+    build = _host(lambda: explicit.chain_graph(add_one, k, GRID, BLOCK, x).close(), s,
+                  max(5, repeat // 2), warmup=1)
     saving = (eager.median - graph.median) * k
     out = {
         "backend": labkit.backend,
@@ -91,7 +146,9 @@ def measure_chain(k: int = 200, repeat: int = 20) -> dict:
         "instantiate_us": inst.median,
         "first_launch_us": float(np.median(firsts)),
         "exec_update_us": float(np.median(upd)),
-        "node_update_us": node.median,
+        "node_update_us": node["labkit"],
+        "raw_node_update_us": node["raw"],
+        "explicit_build_us": build.median,
         "breakeven_replays": (capture.median + inst.median) / saving if saving > 0 else None,
     }
     for h in (ex, g, g2):
@@ -101,35 +158,36 @@ def measure_chain(k: int = 200, repeat: int = 20) -> dict:
 
 
 def wrapper_overhead(k: int = 200, repeat: int | None = None) -> dict:
-    """Host µs per `GraphExec.launch` against raw ``rt.cudaGraphLaunch`` on the same executable."""
-    repeat = repeat or (2000 if labkit.backend == "cuda" else 50)
+    """labkit's share beside the raw calls, in one process, interleaved (host µs per call).
+
+    ``raw_launch_us`` / ``wrapper_launch_us``: ``rt.cudaGraphLaunch`` / `GraphExec.launch` on the
+    same executable. ``raw_node_update_us`` / ``node_update_us``: see `node_updates`.
+    ``bare_kernel_launch_us`` / ``kernel_launch_us``: numba's ``k[grid, block, stream](x)`` /
+    the same launch through ``@labkit.kernel``. Each ``*_ratio`` is labkit's over the raw one.
+    """
+    repeat = repeat or course_size(cuda=2000, sim=50)
     s = labkit.Stream()
     x = labkit.to_device(np.zeros(N, np.float32))
+    y = labkit.to_device(np.zeros(N, np.float32))
     chain(1, x, s)
     g = _capture_chain(k, x, s)
     ex = g.instantiate()
     ex.launch(s)
     s.synchronize()
     raw_h, stream_h = ex.handle, s.handle
-
-    def timed(fn):
-        out = []
-        for i in range(repeat):
-            t0 = labkit.host_us()
-            fn()
-            out.append(labkit.host_us() - t0)
-            if i % 16 == 15:   # keep the queue short so launches never block on a full queue
-                s.synchronize()
-        s.synchronize()
-        return Stats(out)
-
-    rows = {}
-    for rnd in range(3):        # interleave, so drift hits both alike
-        rows.setdefault("raw", []).append(timed(lambda: rt.cudaGraphLaunch(raw_h, stream_h)).median)
-        rows.setdefault("wrapper", []).append(timed(lambda: ex.launch(s)).median)
-    raw, wrap = float(np.median(rows["raw"])), float(np.median(rows["wrapper"]))
+    launch = interleaved({"raw": lambda: rt.cudaGraphLaunch(raw_h, stream_h),
+                          "wrapper": lambda: ex.launch(s)}, repeat, drain=s)
+    node = node_updates(ex, x, y, repeat)
+    bare = bare_launch(add_one, GRID, BLOCK, int(stream_h))
+    eager = interleaved({"bare": lambda: bare(x), "labkit": lambda: add_one[GRID, BLOCK, s](x)},
+                        max(repeat // 4, 20), drain=s)
     ex.close(); g.close(); s.close()
-    return {"raw_launch_us": raw, "wrapper_launch_us": wrap, "ratio": wrap / raw}
+    return {"raw_launch_us": launch["raw"], "wrapper_launch_us": launch["wrapper"],
+            "ratio": launch["wrapper"] / launch["raw"],
+            "raw_node_update_us": node["raw"], "node_update_us": node["labkit"],
+            "node_update_ratio": node["labkit"] / node["raw"],
+            "bare_kernel_launch_us": eager["bare"], "kernel_launch_us": eager["labkit"],
+            "kernel_launch_ratio": eager["labkit"] / eager["bare"]}
 
 
 def _reference_rows(k: int, repeat: int) -> list[tuple[str, float]]:
@@ -175,29 +233,52 @@ def _reference_rows(k: int, repeat: int) -> list[tuple[str, float]]:
     return rows
 
 
+def at_least_one(text: str) -> int:
+    """argparse type for a count: a whole number of 1 or more, else a usage error saying so."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        # 0 repeats would leave nothing to take a median of; 0 kernels, nothing to launch.
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m labkit bench", description=__doc__)
-    ap.add_argument("--kernels", type=int, default=200, help="kernels in the chain (default 200)")
-    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--kernels", type=at_least_one, default=200,
+                    help="kernels in the chain, 1 or more (default 200)")
+    ap.add_argument("--repeat", type=at_least_one, default=20,
+                    help="measurements per figure, 1 or more (default 20)")
     ap.add_argument("--json", action="store_true", help="end with one line of JSON")
     ap.add_argument("--wrapper", action="store_true",
                     help="also compare GraphExec.launch with a raw cudaGraphLaunch")
+    ap.add_argument("--decode", action="store_true", help="the decoder four ways (labkit/cli/decode_bench.py)")
+    ap.add_argument("--host-load", action="store_true", help="with --decode: repeat under a host load")
     a = ap.parse_args(argv)
-    if a.kernels < 1:
-        ap.error("--kernels must be at least 1")
+    if a.decode:
+        from labkit.cli import decode_bench
+        return decode_bench.main(a)
     res = measure_chain(a.kernels, a.repeat)
     print(f"chain benchmark: {a.kernels} × add_one over {N} float32 (grid {GRID} × {BLOCK}), "
           f"{labkit.provenance()}")
     for key, v in res.items():
         if isinstance(v, float):
             print(f"  {key:22s} {v:12.2f}")
-    if labkit.backend == "cuda":
+    if is_gpu:
         for name, v in _reference_rows(a.kernels, a.repeat):
             print(f"  {name + ' µs/kernel':22s} {v:12.2f}")
     if a.wrapper:
-        w = wrapper_overhead(a.kernels)
-        print(f"  GraphExec.launch {w['wrapper_launch_us']:.2f} µs vs raw cudaGraphLaunch "
-              f"{w['raw_launch_us']:.2f} µs: {w['ratio']:.3f}×")
+        w = res["wrapper"] = wrapper_overhead(a.kernels)
+        print("labkit beside the raw calls (host µs per call, interleaved rounds):")
+        for what, lab, raw, ratio in (
+                ("GraphExec.launch vs cudaGraphLaunch", "wrapper_launch_us", "raw_launch_us", "ratio"),
+                ("KernelNode update vs cuGraphExecKernelNodeSetParams", "node_update_us",
+                 "raw_node_update_us", "node_update_ratio"),
+                ("@labkit.kernel launch vs numba k[grid, block, stream]", "kernel_launch_us",
+                 "bare_kernel_launch_us", "kernel_launch_ratio")):
+            print(f"  {what:56s} {w[lab]:8.2f} vs {w[raw]:8.2f}: {w[ratio]:.3f}×")
     if a.json:
         print(json.dumps(res))
     return 0

@@ -22,8 +22,11 @@ from pathlib import Path
 import numpy as np
 
 import labkit
-from labkit import timing
-from labkit.cli.bench import BLOCK, GRID, N, _capture_chain, _host, measure_chain, prepared_chain
+from labkit import explicit, timing
+from labkit.measure import _cupti
+from labkit.backend import is_gpu
+from labkit.cli.bench import (BLOCK, GRID, N, _capture_chain, _host, measure_chain, node_updates,
+                          prepared_chain)
 from labkit.measure.stats import Stats
 from labkit.course.workloads import add_one, busy, chain
 
@@ -77,8 +80,14 @@ def _host_round(x, y, s, ex) -> dict:
             t0 = labkit.host_us(); en.update(gn2 if i % 2 == 0 else gn); ups.append(labkit.host_us() - t0)
         r["exec_update"].append(float(np.median(ups)))
         en.close(); gn.close(); gn2.close()
-    # the same node update the benchmark times: kernel node 0 pointed at the other buffer
-    r["node_update_us"] = _host(lambda: ex.set_kernel_args(0, add_one, GRID, BLOCK, y), s, 40).median
+    # the node update the benchmark times (kernel node 0 pointed at the other buffer): through
+    # labkit's handle, and as the raw driver call with the same prebuilt block (what the
+    # simulator's cudaGraphExecKernelNodeSetParams charges; labkit's share is the difference)
+    nu = node_updates(ex, x, y, repeat=200, rounds=1)
+    r["node_update_us"], r["raw_node_update_us"] = nu["labkit"], nu["raw"]
+    # the chain built node by node, one prebuilt block: what each cudaGraphAddKernelNode charges
+    r["add_kernel_node_us"] = _host(lambda: explicit.chain_graph(add_one, K, GRID, BLOCK, x).close(),
+                                    s, 10, warmup=1).median / K
     ev = labkit.Event()
     r["api_us"] = _host(lambda: rt.cudaEventRecord(ev.handle, s.handle), s, 200).median
     ev.close()
@@ -94,7 +103,7 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
     ``require_gpu=False`` lets the simulator calibrate itself, which the tests use to check
     that each figure is measured the way the simulator models it.
     """
-    if require_gpu and labkit.backend != "cuda":
+    if require_gpu and not is_gpu:
         raise SystemExit("calibrate measures a real GPU: run it with LABKIT_BACKEND=cuda on a GPU host")
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
@@ -114,7 +123,7 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
             benches.append(measure_chain(K))
     P = {}
     for name in ("numba_launch_us", "prepared_launch_us", "begin_capture_us", "capture_launch_us",
-                 "node_update_us", "api_us", "sync_us"):
+                 "node_update_us", "raw_node_update_us", "add_kernel_node_us", "api_us", "sync_us"):
         P[name] = _fig([h[name] for h in hosts])
     for name in ("graph_launch", "instantiate", "upload", "exec_update"):
         per_size = np.median([h[name] for h in hosts], axis=0).tolist()
@@ -165,19 +174,25 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
     b1, b2 = (timing.gpu_measure(lambda: busy[1, 32, s](x, n), s, repeat=5).median
               for n in (iters, 2 * iters))
 
+    from labkit.cli import conditional_costs  # WHILE iterations and conditional nodes, as probed
+    cond = conditional_costs.measure(s)
+    for name in ("while_iteration_us", "conditional_node_us"):
+        P[name] = {"median": cond[name], "measured": cond, "source": "labkit.cli.conditional_costs"}
+
     # One kernel's GPU time from a CUPTI trace, last of all: while CUPTI is attached every
     # launch is dearer, so no host cost may be measured after it.
     # A trace that fails must not lose the rounds measured above: fall back, and say why.
-    from labkit.measure import _cupti
-    kern, why = None, "no CUPTI: " + _cupti.available()[1]
-    if labkit.backend == "sim" or _cupti.available()[0]:
-        try:
-            with timing.timeline() as rec:
-                ex.launch(s); s.synchronize()
+    kern, why = None, ""
+    try:
+        with timing.timeline() as rec:
+            ex.launch(s); s.synchronize()
+        if rec.timeline.source in ("model", "cupti"):     # kernel by kernel, not one event pair
             d = [sp.end_us - sp.start_us for sp in rec.timeline.spans if sp.kind == "kernel"]
             kern, why = (float(np.median(d)), "") if d else (None, "the trace held no kernel")
-        except Exception as e:    # noqa: BLE001 - recorded in the file, not hidden
-            why = f"the trace failed: {type(e).__name__}: {e}"
+        else:
+            why = "no CUPTI: " + _cupti.available()[1]
+    except Exception as e:    # noqa: BLE001 - recorded in the file, not hidden
+        why = f"the trace failed: {type(e).__name__}: {e}"
     kernel_us = kern if kern is not None else 0.8 * gpu.median
     P["kernel_us"] = {"median": kernel_us,
                       "source": "timeline" if kern is not None else f"0.8 × graph node ({why})"}

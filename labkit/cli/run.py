@@ -1,10 +1,13 @@
 """``python -m labkit run``: execute the course and build a browsable site from it.
 
 Each notebook runs in a fresh ``python3`` kernel (nbclient), the way a learner's "Restart and
-run all" would. Into ``--out`` (``build/`` by default) go the executed notebooks, one HTML page
-per notebook (nbconvert, figures embedded) and ``index.html``: the course map with each
-notebook's status, run time, backend/device and its key figure (the last figure it drew).
-A failing notebook is named with its cell and error; the others still run; the exit code is 1.
+run all" would. A failing notebook is named with its cell and error; the others still run; the
+exit code is 1. Into ``--out`` (``build/`` by default) go the executed notebooks and the
+course site, built by Sphinx with myst-nb from the notebooks just executed (myst-nb executes
+nothing itself) in sphinx-book-theme: ``index.html`` is the course map
+(``notebooks/README.md``) with each notebook's status, run time, backend/device and key figure
+(the last figure it drew); every notebook is a page with its outputs and figures, in a sidebar
+table of contents, with previous/next links and a search page.
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import argparse
 import html
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -21,6 +25,8 @@ from pathlib import Path
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]   # labkit/cli/run.py -> the checkout
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+SITE_SOURCE = "_site_source"    # inside --out: the Sphinx project this run writes
+SITE_TITLE = "CUDA Graphs Lab"
 
 # Printed by a throw-away interpreter with the kernels' environment, so the index says what
 # the kernels chose even for a notebook that failed before its first output.
@@ -31,7 +37,25 @@ PROBE = (
     "print(name() if callable(name) else '?')\n"
 )
 
-
+# The Sphinx configuration of the site. The notebooks arrive executed, so myst-nb only renders.
+CONF_PY = '''\
+project = {title!r}
+extensions = ["myst_nb"]
+nb_execution_mode = "off"
+myst_enable_extensions = ["dollarmath"]
+html_theme = "sphinx_book_theme"
+html_title = {title!r}
+html_theme_options = {{
+    "show_toc_level": 2,
+    "use_download_button": True,
+    "home_page_in_toc": True,
+    "footer_content_items": [],    # no author or copyright line to show
+}}
+html_last_updated_fmt = None
+exclude_patterns = ["**.ipynb_checkpoints"]
+# Course text is written for Jupyter, where a heading may skip a level.
+suppress_warnings = ["myst.header"]
+'''
 @dataclass
 class Result:
     """How one notebook went."""
@@ -124,10 +148,9 @@ def title_of(nb, path: Path) -> str:
 
 
 def execute(path: Path, out: Path, env: dict[str, str], timeout: int) -> Result:
-    """Run one notebook in a fresh kernel; write its executed copy and HTML page into ``out``."""
+    """Run one notebook in a fresh kernel; write its executed copy into ``out``."""
     import nbformat
     from nbclient import NotebookClient
-    from nbconvert import HTMLExporter
 
     nb = nbformat.read(path, as_version=4)
     result = Result(path=path, title=title_of(nb, path))
@@ -149,13 +172,11 @@ def execute(path: Path, out: Path, env: dict[str, str], timeout: int) -> Result:
     result.seconds = time.perf_counter() - t0
     result.figure = last_figure(nb)
     nbformat.write(nb, out / path.name)
-    body, _ = HTMLExporter(embed_images=True).from_notebook_node(nb)
-    (out / f"{path.stem}.html").write_text(body, encoding="utf-8")
     return result
 
 
-def index_html(results: list[Result], device: str) -> str:
-    """The course map: one row per notebook with status, time, backend/device and figure."""
+def status_table(results: list[Result], device: str) -> str:
+    """The run's table, as HTML: one row per notebook with status, time, backend and figure."""
     rows = []
     for r in results:
         status = ('<span class="ok">ok</span>' if r.status == "ok" else
@@ -167,26 +188,84 @@ def index_html(results: list[Result], device: str) -> str:
             f'<tr><td><a href="{html.escape(r.path.stem)}.html">{html.escape(r.path.stem)}</a>'
             f'<div>{html.escape(r.title)}</div></td><td>{status}</td>'
             f'<td>{r.seconds:.1f} s</td><td>{html.escape(device)}</td><td>{figure}</td></tr>')
-    failed = sum(r.status != "ok" for r in results)
-    summary = f"{len(results) - failed} ok, {failed} failed"
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>CUDA Graphs Lab: course run</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2rem; }}
-table {{ border-collapse: collapse; }}
-td, th {{ border-bottom: 1px solid #ddd; padding: .5rem 1rem; text-align: left; vertical-align: top; }}
-td div {{ color: #555; font-size: .9em; }}
-img {{ max-width: 320px; max-height: 200px; }}
-.ok {{ color: #1a7f37; font-weight: bold; }}
-.failed {{ color: #cf222e; font-weight: bold; }}
-pre {{ max-width: 40rem; white-space: pre-wrap; font-size: .8em; }}
-</style></head><body>
-<h1>CUDA Graphs Lab</h1>
-<p>Executed course: {summary}. Backend / device: {html.escape(device)}.</p>
-<table><tr><th>notebook</th><th>status</th><th>run time</th><th>backend / device</th><th>key figure</th></tr>
+    return f"""<style>
+table.labkit-run td, table.labkit-run th {{ padding: .4rem .8rem; vertical-align: top; }}
+table.labkit-run td div {{ color: #555; font-size: .9em; }}
+table.labkit-run img {{ max-width: 240px; max-height: 160px; }}
+table.labkit-run .ok {{ color: #1a7f37; font-weight: bold; }}
+table.labkit-run .failed {{ color: #cf222e; font-weight: bold; }}
+table.labkit-run pre {{ max-width: 28rem; white-space: pre-wrap; font-size: .8em; }}
+</style>
+<table class="labkit-run"><tr><th>notebook</th><th>status</th><th>run time</th>
+<th>backend / device</th><th>key figure</th></tr>
 {chr(10).join(rows)}
-</table></body></html>
-"""
+</table>"""
+
+
+LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
+
+
+def course_map(readme: Path, pages: set[str]) -> str:
+    """``notebooks/README.md`` for the site: headings one level down, links to pages kept.
+
+    A link to a notebook that this run did not execute, or to a folder such as ``solutions/``,
+    has no page in the site; it stays as its text.
+    """
+    if not readme.is_file():
+        return ""
+    lines, fenced = [], False
+    for line in readme.read_text(encoding="utf-8").splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("#"):
+            line = "#" + line
+        lines.append(line)
+
+    def keep(m: re.Match) -> str:
+        target = m.group(2)
+        return m.group(0) if target.startswith(("http:", "https:")) or target in pages else m.group(1)
+    return LINK.sub(keep, "\n".join(lines))
+
+
+def landing_page(results: list[Result], device: str, readme: Path) -> str:
+    """The site's ``index.md``: the run's table, the course map and the table of contents."""
+    failed = sum(r.status != "ok" for r in results)
+    pages = {r.path.name for r in results}
+    toc = "\n".join(r.path.stem for r in results)
+    return (f"# {SITE_TITLE}\n\n"
+            f"Executed course: {len(results) - failed} ok, {failed} failed. "
+            f"Backend / device: {device}.\n\n"
+            f"```{{raw}} html\n{status_table(results, device)}\n```\n\n"
+            f"{course_map(readme, pages)}\n\n"
+            f"```{{toctree}}\n:hidden:\n:maxdepth: 1\n\n{toc}\n```\n")
+
+
+def build_site(results: list[Result], device: str, out: Path) -> tuple[bool, str]:
+    """Write the Sphinx project for ``results`` into ``out/_site_source`` and build it into ``out``.
+
+    Returns
+    -------
+    (ok, message)
+        ``ok`` is False when Sphinx failed; ``message`` then holds the end of its output.
+    """
+    src = out / SITE_SOURCE
+    shutil.rmtree(src, ignore_errors=True)    # only this run's notebooks belong in the site
+    src.mkdir(parents=True)
+    for r in results:
+        shutil.copy(out / r.path.name, src / r.path.name)
+    # The course map sits beside the notebooks (notebooks/README.md); tiny test runs have none.
+    readme = results[0].path.parent / "README.md" if results else Path("README.md")
+    (src / "index.md").write_text(landing_page(results, device, readme), encoding="utf-8")
+    (src / "conf.py").write_text(CONF_PY.format(title=SITE_TITLE), encoding="utf-8")
+    warnings = out / "sphinx-warnings.log"
+    done = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-E", "-q", "-j", "auto",
+         "-d", str(out / ".doctrees"), "-w", str(warnings), str(src), str(out)],
+        capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-20:])
+        return False, f"sphinx exited with {done.returncode}:\n{tail}"
+    return True, ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,8 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(
         prog="python -m labkit run",
-        description="Execute the course notebooks (a fresh kernel each) and build a site: "
-                    "executed notebooks, one HTML page each, and index.html.")
+        description="Execute the course notebooks (a fresh kernel each) and build the course "
+                    "site from them (Sphinx, myst-nb): index.html and one page per notebook.")
     parser.add_argument("notebooks", nargs="*", metavar="NOTEBOOK",
                         help=f"paths or name prefixes such as 02 (default: every "
                              f"{NOTEBOOK_GLOB} in notebooks/, in order)")
@@ -230,8 +309,12 @@ def main(argv: list[str] | None = None) -> int:
             tqdm.write(f"FAILED {path.name}, cell {result.cell}:\n{result.error}\n", file=sys.stderr)
         results.append(result)
     bar.close()
-    (args.out / "index.html").write_text(index_html(results, device), encoding="utf-8")
+    t0 = time.perf_counter()
+    site_ok, message = build_site(results, device, args.out)
+    if not site_ok:
+        print(f"labkit run: the site was not built; {message}", file=sys.stderr)
     failed = [r.path.name for r in results if r.status != "ok"]
-    print(f"{len(results) - len(failed)} ok, {len(failed)} failed; site: {args.out / 'index.html'}"
+    print(f"{len(results) - len(failed)} ok, {len(failed)} failed; site: "
+          f"{args.out / 'index.html'} (built in {time.perf_counter() - t0:.0f} s)"
           + (f"\nfailed: {', '.join(failed)}" if failed else ""))
-    return 1 if failed else 0
+    return 1 if failed or not site_ok else 0

@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from .. import _state
+from .._capture import capture
+from ..backend import course_size
+from ..measure.timing import gpu_measure
 from .._kernel import kernel
 
 __all__ = ["preprocess", "infer_step", "add_k", "request_reference", "fusion_sizes", "kernel_gpu_us"]
@@ -77,10 +79,10 @@ def fusion_sizes() -> dict:
     The array is large enough that each add_one is limited by memory bandwidth, not by its
     launch: a simulator run computes every kernel with numpy, so its array is smaller.
     """
-    n = (1 << 24) if _state.backend == "cuda" else (1 << 22)
+    n = course_size(cuda=1 << 24, sim=1 << 22)
     block = 256
     return dict(n=n, block=block, grid=(n + block - 1) // block, k=50,
-                repeat=10 if _state.backend == "cuda" else 3)
+                repeat=course_size(cuda=10, sim=3))
 
 
 def kernel_gpu_us(launch, stream, k: int = 10, repeat: int = 5) -> float:
@@ -90,8 +92,6 @@ def kernel_gpu_us(launch, stream, k: int = 10, repeat: int = 5) -> float:
     the GPU waiting for the host. Here ``launch`` is captured ``k`` times into one graph, whose
     kernels run back to back, and the graph's replay is timed with events.
     """
-    from .._capture import capture
-    from ..measure.timing import gpu_measure
     launch(stream)   # warm-up outside the capture
     with capture(stream) as cap:
         for _ in range(k):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from .. import _state
+from ..backend import course_size
 from .._kernel import kernel
 
 __all__ = ["add_one", "scale", "busy", "saxpy", "sizes", "chain"]
@@ -83,8 +83,6 @@ def chain(k: int, x, stream, grid=4, block=256):
 def sizes() -> dict:
     """Problem sizes and repeat counts for the active backend (the simulator is slower per launch
     in real time, the GPU faster; both give the same shapes of results)."""
-    if _state.backend == "cuda":
-        return dict(kernels=200, sweep=[1, 10, 50, 100, 200, 500, 1000], repeat=50, warmup=5,
-                    requests=2000, tokens=64)
-    return dict(kernels=200, sweep=[1, 10, 50, 100, 200, 500, 1000], repeat=10, warmup=2,
-                requests=300, tokens=16)
+    return dict(kernels=200, sweep=[1, 10, 50, 100, 200, 500, 1000],
+                repeat=course_size(cuda=50, sim=10), warmup=course_size(cuda=5, sim=2),
+                requests=course_size(cuda=2000, sim=300), tokens=course_size(cuda=64, sim=16))

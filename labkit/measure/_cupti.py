@@ -1,7 +1,8 @@
 """GPU kernel, memcpy, memset and CUDA API spans from CUPTI's Activity API (cupti-python).
 
-Needs the ``gpu`` extra: ``pip install 'cuda-graphs-lab[gpu]'``, i.e. cupti-python whose major
-version matches the driver's CUDA (cupti-python 13.x for a CUDA 13 driver). Importing this
+Needs the ``cu13`` extra: ``pip install 'cuda-graphs-lab[cu13]'``, which brings cupti-python 13.x
+for a CUDA 13 driver. (For CUDA 12 no cupti-python installs cleanly beside numba-cuda 0.30:
+12.8.0 pins cuda-bindings 12.8, 12.6.0 the old all-in-one cuda-python 12.6.) Importing this
 module never fails: where cupti cannot load, :func:`available` says why and
 :class:`KernelTrace` refuses to start with that reason.
 
@@ -33,10 +34,14 @@ _C_DOMAIN = {"driver": 1, "runtime": 2}
 _MEMCPY_DIRECTION = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD",
                      7: "DtoA", 8: "DtoD", 9: "HtoH", 10: "PtoP"}
 _BUFFER_BYTES = 8 * 1024 * 1024
-_INSTALL_HINT = ("install the gpu extra (pip install 'cuda-graphs-lab[gpu]', which brings "
-                 "cupti-python matching a CUDA 13 driver)")
+_INSTALL_HINT = ("on a CUDA 13 driver, install the cu13 extra (pip install 'cuda-graphs-lab[cu13]', "
+                 "which brings cupti-python); for CUDA 12 there is no cupti-python that installs "
+                 "beside numba-cuda 0.30")
 
 TRACE_KINDS = ("kernel", "memcpy", "memset", "runtime", "driver", "graph_trace")
+# What a KernelTrace collects by default: graph_trace is left out, since CUPTI does not combine
+# it with kernel records (and enabling it beside them crashed a process on the H200).
+DEFAULT_KINDS = ("kernel", "memcpy", "memset", "runtime", "driver")
 
 _module = None            # the cupti.cupti module, once it loaded and answered
 _why_not: str | None = None
@@ -371,7 +376,8 @@ class KernelTrace:
     Parameters
     ----------
     kinds : sequence of str
-        Which records to collect, from ``TRACE_KINDS``; all of them by default.
+        Which records to collect, from ``TRACE_KINDS``; ``DEFAULT_KINDS`` (all but graph_trace)
+        by default.
     synchronize : bool
         Synchronize the current context on exit, so every kernel launched in the block has
         finished and its record is complete. The ``cuCtxSynchronize`` call appears in the trace.
@@ -384,7 +390,7 @@ class KernelTrace:
     >>> kernels = [s for s in trace.spans() if s.kind == "kernel"]   # doctest: +SKIP
     """
 
-    def __init__(self, kinds: Iterable[str] = TRACE_KINDS, synchronize: bool = True) -> None:
+    def __init__(self, kinds: Iterable[str] = DEFAULT_KINDS, synchronize: bool = True) -> None:
         self.kinds = tuple(kinds)
         unknown = [k for k in self.kinds if k not in TRACE_KINDS]
         if unknown:

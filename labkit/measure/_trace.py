@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 
-from .. import _hostspans, _state
+from .. import _hostspans
 from ._spans import CPU_ROW, Span, Timeline
 
 # How a GPU trace records graph launches:

@@ -25,7 +25,7 @@ from labkit.measure.stats import Stats
 __all__ = [
     "style", "color_for", "colors_for", "breakeven", "timeline", "per_kernel_cost", "phase_costs",
     "amortization", "latency_cdf", "latency_hist", "graph_dag", "bars", "savefig",
-    "model_provenance", "shape_provenance",
+    "capture_matrix", "model_provenance", "shape_provenance",
 ]
 
 # Fixed colours, so "graph" is the same blue in every notebook. Most specific names first:
@@ -161,10 +161,10 @@ def shape_provenance() -> str:
     """The title line of a graph's drawing: a shape, captured, not measured."""
     try:
         import labkit
+        from labkit.backend import is_gpu
 
-        if labkit.backend == "cuda":
-            return f"graph shape, captured on {labkit.device_name()} (not a measurement)"
-        return "graph shape, captured on the simulator (not a measurement)"
+        where = labkit.device_name() if is_gpu else "the simulator"
+        return f"graph shape, captured on {where} (not a measurement)"
     except (ImportError, AttributeError):
         return "graph shape (not a measurement)"
 
@@ -840,3 +840,103 @@ def savefig(fig, path: str | Path, dpi: int = 150) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=dpi, bbox_inches="tight")
     return path
+
+
+# --------------------------------------------------------------------------- capture modes
+
+# What one cell of the capture-mode matrix did, by the capture's status after the call.
+CAPTURE_OUTCOMES: dict[str, tuple[str, str]] = {
+    "allowed": ("allowed: the call succeeds, the capture goes on", "#2ca02c"),
+    "refused": ("refused: an error, but the capture goes on", "#f2b134"),
+    "invalidated": ("refused, and the capture is invalidated", "#d62728"),
+    "ended": ("the capture has ended", "#1f77b4"),
+    "setup failed": ("the cell's setup failed", "#d9d9d9"),
+}
+_WHERE_LABELS = {"capturing": "capturing\nthread", "capturing_relaxed": "capturing,\nrelaxed",
+                 "other": "other\nthread", "other_relaxed": "other,\nrelaxed"}
+
+
+def _capture_outcome(rec: Mapping) -> str:
+    status = rec.get("status")
+    if status is None:
+        return "setup failed"
+    if status == "cudaStreamCaptureStatusNone":
+        return "ended"
+    if status == "cudaStreamCaptureStatusInvalidated":
+        return "invalidated"
+    return "allowed" if rec.get("rc") == "cudaSuccess" else "refused"
+
+
+def capture_matrix(cells: Sequence[Mapping], ax=None, title: str = "What a capture allows",
+                   provenance: str | None = None, wheres: Sequence[str] | None = None,
+                   code=None):
+    """The capture-mode matrix: a row per call, a column per (capture mode, calling thread).
+
+    Each square's colour is what the call did to the capture (`CAPTURE_OUTCOMES`), its number
+    the call's error code (0: success; NI: not in this backend).
+
+    Parameters
+    ----------
+    cells : sequence of dict
+        Records of `labkit.course.capture_modes.run_cell` (``measure(...)["cells"]``).
+    ax : matplotlib Axes, optional
+    title : str
+    provenance : str, optional
+    wheres : sequence of str, optional
+        The column order of the calling threads (default: as they first appear in ``cells``).
+    code : callable, optional
+        ``code(record) -> str``, the text in a square (default: the record's ``rc``).
+        `labkit.course.capture_modes.plot_matrix` passes the course's own order and codes.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    if not cells:
+        raise ValueError("capture_matrix got no cells; pass labkit.course.capture_modes"
+                         ".measure(...)['cells']")
+    wheres = list(wheres) if wheres is not None else list(dict.fromkeys(r["where"] for r in cells))
+    code = code or (lambda rec: str(rec["rc"]))
+    calls = list(dict.fromkeys(r["call"] for r in cells))
+    modes = list(dict.fromkeys(r["mode"] for r in cells))
+    wheres = [w for w in wheres if any(r["where"] == w for r in cells)]
+    columns = [(m, w) for m in modes for w in wheres]
+    by_key = {(r["call"], r["mode"], r["where"]): r for r in cells}
+    kinds = list(CAPTURE_OUTCOMES)
+    grid = np.full((len(calls), len(columns)), np.nan)
+    with style():
+        ax = _new_axes(ax, (max(7.0, 2.6 + 0.78 * len(columns)),
+                             max(3.6, 1.6 + 0.36 * len(calls))))  # room for labels, legend
+        for i, call in enumerate(calls):
+            for j, (mode, where) in enumerate(columns):
+                rec = by_key.get((call, mode, where))
+                if rec is None:
+                    continue
+                grid[i, j] = kinds.index(_capture_outcome(rec))
+                ax.text(j, i, code(rec), ha="center", va="center", fontsize=8,
+                        color="white" if _capture_outcome(rec) in ("invalidated", "ended")
+                        else "black")
+        cmap = ListedColormap([CAPTURE_OUTCOMES[k][1] for k in kinds])
+        ax.imshow(grid, cmap=cmap, vmin=-0.5, vmax=len(kinds) - 0.5, aspect="auto")
+        ax.set_xticks(range(len(columns)), [_WHERE_LABELS.get(w, w) for _, w in columns],
+                      fontsize=8)
+        ax.set_yticks(range(len(calls)), calls, fontsize=9)
+        ax.tick_params(length=0)
+        for k in range(1, len(modes)):
+            ax.axvline(k * len(wheres) - 0.5, color="white", linewidth=4)
+        for k, mode in enumerate(modes):
+            ax.text((k + 0.5) * len(wheres) - 0.5, -0.7, f"capture mode: {mode}",
+                    ha="center", va="bottom", fontsize=10, fontweight="bold")
+        used = [k for k in kinds if k in {_capture_outcome(r) for r in cells}]
+        ax.legend(handles=[Patch(color=CAPTURE_OUTCOMES[k][1], label=CAPTURE_OUTCOMES[k][0])
+                           for k in used],
+                  loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.3 / max(1, len(calls))),
+                  ncol=2, fontsize=9)
+        for side in ("top", "right", "bottom", "left"):
+            ax.spines[side].set_visible(False)
+        ax.set_ylim(len(calls) - 0.5, -1.3)
+        return _finish(ax, title, provenance, grid_axis=None)
+

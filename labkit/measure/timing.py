@@ -8,15 +8,17 @@ from __future__ import annotations
 import contextlib
 import time
 
-from .. import _hostspans, _state
+from . import _cupti, _trace
+from .. import _hostspans
+from .._capture import capture
 from .._errors import check
-from .._kernel import stream_handle
+from .._handles import stream_handle
 from ._spans import Span, Timeline
+from ..backend import cpu_us, host_us, rt, start_trace, stop_trace
 from .stats import Stats
 
 __all__ = ["measure", "gpu_measure", "wall_and_cpu", "graph_phases", "timeline", "Stats"]
 
-rt = _state.rt
 
 
 def _sync(stream):
@@ -38,11 +40,11 @@ def measure(fn, *, warmup: int = 3, repeat: int = 30, label: str = "", per: int 
         _sync(sync)
     samples = []
     for _ in range(repeat):
-        t0 = _state.host_us()
+        t0 = host_us()
         fn()
         if sync is not None:
             _sync(sync)
-        samples.append((_state.host_us() - t0) / per)
+        samples.append((host_us() - t0) / per)
     return Stats(samples, label=label)
 
 
@@ -70,9 +72,9 @@ def gpu_measure(fn, stream, *, warmup: int = 3, repeat: int = 30, label: str = "
 
 def wall_and_cpu(fn) -> tuple[float, float]:
     """``(wall µs, CPU µs)`` of one call of ``fn``; CPU/wall is the host's utilization."""
-    w0, c0 = _state.host_us(), _state.cpu_us()
+    w0, c0 = host_us(), cpu_us()
     fn()
-    return _state.host_us() - w0, _state.cpu_us() - c0
+    return host_us() - w0, cpu_us() - c0
 
 
 def graph_phases(record, stream, *, repeat: int = 5, steady: int = 20) -> dict[str, Stats]:
@@ -82,38 +84,37 @@ def graph_phases(record, stream, *, repeat: int = 5, steady: int = 20) -> dict[s
     ``instantiate``, ``upload``, ``first_launch`` (launch + sync of a fresh, not uploaded
     executable), ``uploaded_first_launch`` and ``steady_launch`` (launch + sync once warm).
     """
-    from .._capture import capture
     out = {k: [] for k in ("capture", "instantiate", "upload", "first_launch",
                            "uploaded_first_launch", "steady_launch")}
     record(stream)           # warm-up: JIT, module load, allocations happen here, not in capture
     _sync(stream)
     for _ in range(repeat):
-        t0 = _state.host_us()
+        t0 = host_us()
         with capture(stream) as cap:
             record(stream)
-        out["capture"].append(_state.host_us() - t0)
+        out["capture"].append(host_us() - t0)
         g = cap.graph
-        t0 = _state.host_us()
+        t0 = host_us()
         ex = g.instantiate()
-        out["instantiate"].append(_state.host_us() - t0)
-        t0 = _state.host_us()
+        out["instantiate"].append(host_us() - t0)
+        t0 = host_us()
         ex.launch(stream)
         _sync(stream)
-        out["first_launch"].append(_state.host_us() - t0)
+        out["first_launch"].append(host_us() - t0)
         ex2 = g.instantiate()
-        t0 = _state.host_us()
+        t0 = host_us()
         ex2.upload(stream)
         _sync(stream)
-        out["upload"].append(_state.host_us() - t0)
-        t0 = _state.host_us()
+        out["upload"].append(host_us() - t0)
+        t0 = host_us()
         ex2.launch(stream)
         _sync(stream)
-        out["uploaded_first_launch"].append(_state.host_us() - t0)
+        out["uploaded_first_launch"].append(host_us() - t0)
         for _ in range(steady):
-            t0 = _state.host_us()
+            t0 = host_us()
             ex.launch(stream)
             _sync(stream)
-            out["steady_launch"].append(_state.host_us() - t0)
+            out["steady_launch"].append(host_us() - t0)
         ex.close()
         ex2.close()
         g.close()
@@ -147,20 +148,16 @@ def timeline(note: str = "", api: bool = False):
         On a GPU, also record CUDA runtime/driver API calls made outside labkit's calls (a
         learner's raw ``labkit.rt`` calls). These records make every traced call dearer.
     """
-    from . import _trace
     rec = _Recording()
-    if _state.backend == "sim":
-        from ..sim import clock
-        clock.start_trace()
-        _hostspans.start(now=_state.host_us)
+    if start_trace():            # the simulator records its own model's timeline
+        _hostspans.start(now=host_us)
         try:
             yield rec
         finally:
             host = _hostspans.stop()
-            spans = clock.stop_trace()
+            spans = stop_trace()
         rec.timeline = _trace.sim_timeline(host, spans, note)
         return
-    from . import _cupti
     ok, why = _cupti.available()
     if ok:
         probe = _trace.trace_probe()

@@ -2,12 +2,25 @@
 
 Host time advances by the calibrated cost of each call; GPU work is placed on per-stream
 timelines. While a trace is open, every host call and every piece of GPU work is recorded as a
-`labkit.measure._spans.Span`, which is how the simulator draws timelines.
+`Span` (row, name, start_us, end_us, kind), which is how the simulator draws timelines.
 """
 from __future__ import annotations
 
-from .._calibration import params as _params
-from ..measure._spans import Span
+from typing import NamedTuple
+
+import numpy as np
+
+from .._calibration import jitter as _jitter, load, params as _params
+
+
+class Span(NamedTuple):
+    """One recorded interval of the model's clock (µs); labkit's timelines are made from these."""
+    row: str
+    name: str
+    start_us: float
+    end_us: float
+    kind: str
+
 
 _state = {"host": 0.0, "cpu": 0.0}
 _trace: list | None = None
@@ -19,8 +32,7 @@ def _noisy(cost_us: float) -> float:
     """A host cost as the noisy-host what-if profile perturbs it (unchanged otherwise)."""
     global _noise
     if _noise is False:
-        from .._calibration import jitter
-        _noise = jitter()
+        _noise = _jitter()
     return cost_us if _noise is None else _noise(cost_us)
 
 
@@ -35,8 +47,6 @@ def P(name: str) -> float:
 def C(name: str, nodes: int) -> float:
     """A size-dependent cost (µs) for a graph of ``nodes`` nodes: the calibration's measured
     points, interpolated piecewise linearly (extrapolated from the last two beyond them)."""
-    import numpy as np
-    from .._calibration import load
     entry = load()["params"].get(f"{name}_base_us", {})
     if isinstance(entry, dict) and "sizes" in entry:
         xs, ys = np.asarray(entry["sizes"], float), np.asarray(entry["measured"], float)
@@ -55,14 +65,16 @@ def cpu_us() -> float:
     return _state["cpu"]
 
 
-def api(name: str, cost_us: float, wait_until: float | None = None) -> None:
-    """Advance the host clock for one call; a synchronizing call also waits for the GPU."""
+def api(name: str, cost_us: float, wait_until: float | None = None, spin: bool = True) -> None:
+    """Advance the host clock for one call; a synchronizing call also waits for the GPU
+    (spinning, so the wait is CPU time, unless ``spin`` is False: a blocking-sync wait)."""
     start = _state["host"]
     end = start + _noisy(cost_us)
     if wait_until is not None and wait_until > end:
         end = wait_until
     _state["host"] = end
-    _state["cpu"] += end - start   # waits spin, as CUDA's default scheduling does
+    # waits spin, as CUDA's default scheduling does; a blocking wait costs only the call
+    _state["cpu"] += (end - start) if spin else min(cost_us, end - start)
     if _trace is not None:
         kind = "sync" if wait_until is not None else (
             "launch" if name.startswith("launch") else "graph" if name == "cudaGraphLaunch" else "api")

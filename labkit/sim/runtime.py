@@ -7,17 +7,32 @@ read off a real H200 (tools/probe_semantics.py) and is pinned by tests/conforman
 What it does not do, and says so loudly:
 
 * any function outside the subset raises ``NotImplementedError`` naming the sim backend;
-* graph launches into a capturing stream, child-graph nodes, host nodes, conditional nodes;
+* graph launches into a capturing stream;
+* conditional nodes, child graphs, host functions and stream-ordered allocations are
+  `labkit.sim._conditional`'s (hooked in below, each hook marked ``# conditional:``);
 * sticky (context-corrupting) errors: a bad address fails the one call, not the process;
 * SM contention: kernels on different streams overlap fully in the model.
 
-Host costs are charged per call, with one composite: `copy_kernel_node_params` (labkit's node
-update) brings the whole update, scratch capture included, to the calibrated ``node_update_us``.
+Host costs are charged per call, from the calibration: ``cudaGraphExecKernelNodeSetParams``
+costs ``raw_node_update_us`` (the driver's call with a prebuilt parameter block),
+``cudaGraphAddKernelNode`` costs ``add_kernel_node_us``.
+
+Kernels are registered functions (`labkit.sim._hooks.register_function`), named by handle in
+``cudaKernelNodeParams.func``. ``kernelParams`` holds the parameter values themselves (a
+tuple; arrays as `_hooks.ArrayArg`: address and layout), not a ``void**``: a raw pointer
+array cannot be read back into Python values. Arrays are referred to by address only, so a
+node does not keep an array alive: freed memory (``cudaFree``, or a labkit array collected) is
+never reused, and a kernel that touches it fails ``cudaErrorIllegalAddress``.
+
+This module is the implementation; ``labkit.rt`` on the simulator is `labkit.sim.rt`, which
+exposes only names that ``cuda.bindings.runtime`` has.
 
 Data is computed when work is submitted (in host program order), which is one valid order
 for a correctly synchronized program; timing comes from `labkit.sim.clock`.
 """
 from __future__ import annotations
+
+import sys as _sys
 
 import ctypes
 import itertools
@@ -26,6 +41,8 @@ import threading
 import numpy as np
 from cuda.bindings import runtime as _cr
 
+from .. import _calibration
+from . import _capture_rules as _rules
 from . import clock as _clock
 
 E = _cr.cudaError_t
@@ -45,6 +62,7 @@ cudaStreamNonBlocking = _cr.cudaStreamNonBlocking
 cudaStreamDefault = _cr.cudaStreamDefault
 cudaEventDefault = _cr.cudaEventDefault
 cudaEventDisableTiming = _cr.cudaEventDisableTiming
+cudaEventBlockingSync = _cr.cudaEventBlockingSync
 cudaGetErrorName = _cr.cudaGetErrorName
 cudaGetErrorString = _cr.cudaGetErrorString
 
@@ -54,12 +72,11 @@ _MODE = cudaStreamCaptureMode
 _NT = cudaGraphNodeType
 _ids = itertools.count(0x1000)
 _lock = threading.RLock()
-_last_error = [E.cudaSuccess]
 P = _clock.P
 
 
 def _fail(code):
-    _last_error[0] = code
+    _rules.set_last_error(code)   # per thread, as CUDA's
     return code
 
 
@@ -89,6 +106,9 @@ def _new_alloc(nbytes, pinned=False) -> _Alloc:
 
 def _find(addr: int, nbytes: int = 1):
     """The live allocation holding [addr, addr+nbytes), its offset; None where there is none."""
+    a = _allocs.get(addr)     # the usual case: an array's own address
+    if a is not None and nbytes <= max(a.nbytes, 1):
+        return a, 0
     for a in _allocs.values():
         if a.addr <= addr and addr + nbytes <= a.addr + max(a.nbytes, 1) and not a.freed:
             return a, addr - a.addr
@@ -115,6 +135,16 @@ def _is_pageable_host(addr: int) -> bool:
 
 
 # ---------------------------------------------------------------- objects
+
+class _Function:
+    """A registered kernel: its name, how to compute it, and its GPU time."""
+
+    def __init__(self, name, run, gpu_us):
+        self.name, self.run, self.gpu_us = name, run, gpu_us
+
+
+_functions: dict[int, _Function] = {}
+
 
 class _Capture:
     def __init__(self, origin, mode):
@@ -196,14 +226,9 @@ def _active_captures():
 
 
 def _unsafe_call_blocked() -> _Capture | None:
-    """The capture that forbids a 'potentially unsafe' call from this thread (global rules)."""
-    me = threading.get_ident()
-    for c in _active_captures():
-        if c.mode == _MODE.cudaStreamCaptureModeRelaxed:
-            continue
-        if c.thread == me or c.mode == _MODE.cudaStreamCaptureModeGlobal:
-            return c
-    return None
+    """The capture that forbids a 'potentially unsafe' call from this thread (see
+    `labkit.sim._capture_rules`: the captures' modes and the thread's own)."""
+    return _rules.forbidding_capture(_active_captures())
 
 
 def _invalidate(c: _Capture):
@@ -220,7 +245,6 @@ class _Props:
     """The device properties the notebooks print, for the GPU the model was calibrated on."""
 
     def __init__(self):
-        from .. import _calibration
         cal = _calibration.load()
         self.name = f"simulated {cal['gpu']}".encode()
         self.multiProcessorCount = int(cal.get("sm_count", 132))
@@ -247,12 +271,11 @@ def cudaRuntimeGetVersion():
 
 
 def cudaGetLastError():
-    err, _last_error[0] = _last_error[0], E.cudaSuccess
-    return (err,)
+    return (_rules.take_last_error(),)
 
 
 def cudaPeekAtLastError():
-    return (_last_error[0],)
+    return (_rules.last_error(),)
 
 
 def cudaDeviceSynchronize():
@@ -301,7 +324,7 @@ def cudaStreamSynchronize(stream):
     if s.capture is not None:
         _invalidate(s.capture)
         return (_fail(E.cudaErrorStreamCaptureUnsupported),)
-    c = _unsafe_call_blocked() if s.handle in (0, 1) else None
+    c = _unsafe_call_blocked()   # any stream outside the capture (H200: non-blocking ones too)
     if c is not None:
         _invalidate(c)
         return (_fail(E.cudaErrorStreamCaptureUnsupported),)
@@ -393,13 +416,18 @@ def cudaEventSynchronize(event):
     e = _event(event)
     if e is None:
         return (_fail(E.cudaErrorInvalidResourceHandle),)
-    if e.captured is not None:
+    if e.captured is not None:   # as cudaEventQuery: 907 while its capture is active
+        if e.captured[0].status == _STATUS.cudaStreamCaptureStatusActive:
+            _invalidate(e.captured[0])
+            return (_fail(E.cudaErrorCapturedEvent),)
         return (_fail(E.cudaErrorInvalidValue),)
     c = _unsafe_call_blocked()
     if c is not None:
         _invalidate(c)
         return (_fail(E.cudaErrorStreamCaptureUnsupported),)
-    _clock.api("cudaEventSynchronize", P("sync_us"), wait_until=e.time_us or 0.0)
+    # a cudaEventBlockingSync event lets the thread sleep: the wait costs no CPU time
+    _clock.api("cudaEventSynchronize", P("sync_us"), wait_until=e.time_us or 0.0,
+               spin=not e.flags & cudaEventBlockingSync)
     return _OK
 
 
@@ -479,11 +507,13 @@ def cudaStreamEndCapture(stream):
     if c.origin is not s:
         _invalidate(c)
         return (_fail(E.cudaErrorStreamCaptureUnmatched), None)
-    if c.thread != threading.get_ident() and c.mode == _MODE.cudaStreamCaptureModeThreadLocal:
+    if not _rules.may_end(c):          # the H200 ends it anyway, without a graph
+        _end(c)
         return (_fail(E.cudaErrorStreamCaptureWrongThread), None)
     tails = {t: list(t.deps) for t in c.streams}   # read before _end clears them
     _end(c)
     if c.status != _STATUS.cudaStreamCaptureStatusActive:
+        _cond.end_capture_failed(c)      # conditional: a body captured into is lost with it
         return (_fail(E.cudaErrorStreamCaptureInvalidated), None)
     joined = _ancestors(tails[s])
     for t in c.streams:
@@ -516,7 +546,7 @@ def cudaStreamGetCaptureInfo(stream):
 
 
 def cudaThreadExchangeStreamCaptureMode(mode):
-    return E.cudaSuccess, mode
+    return _rules.exchange_mode(mode)
 
 
 # ---------------------------------------------------------------- work submission
@@ -552,9 +582,16 @@ def _kind(ntype):
             _NT.cudaGraphNodeTypeMemset: "memset"}.get(ntype, "kernel")
 
 
+_NO_SPAN = (_NT.cudaGraphNodeTypeEmpty,   # nodes that do no GPU work of their own
+            _NT.cudaGraphNodeTypeMemAlloc, _NT.cudaGraphNodeTypeMemFree)
+
+
 def _node_gpu_us(ntype, payload):
+    if ntype in _cond.handles_types():   # conditional: its bodies' time, from its last run
+        return _cond.gpu_us(ntype, payload)
     if ntype == _NT.cudaGraphNodeTypeKernel:
-        return payload["kernel"].gpu_us(payload["grid"], payload["block"], payload["args"])
+        return _functions[payload["func"]].gpu_us(payload["grid"], payload["block"],
+                                                  *payload["params"])
     if ntype == _NT.cudaGraphNodeTypeMemcpy:
         on_device = payload["kind"] == cudaMemcpyKind.cudaMemcpyDeviceToDevice
         bw = P("device_GBps") if on_device else P("memcpy_GBps")
@@ -566,8 +603,10 @@ def _node_gpu_us(ntype, payload):
 
 
 def _run_node(ntype, payload):
+    if ntype in _cond.handles_types():   # conditional: bodies, child graphs, host functions
+        return _cond.run_node(ntype, payload)
     if ntype == _NT.cudaGraphNodeTypeKernel:
-        return payload["kernel"].execute(payload["grid"], payload["block"], payload["args"])
+        return _run_kernel(payload)
     if ntype == _NT.cudaGraphNodeTypeMemcpy:
         n = payload["count"]
         dst, src = _view(payload["dst"], n), _view(payload["src"], n)
@@ -584,21 +623,17 @@ def _run_node(ntype, payload):
     return E.cudaSuccess
 
 
-def launch_kernel(kernel, grid, block, stream, args, launch_us=None):
-    """Launch a labkit kernel (called by labkit's kernel wrapper, not by learners).
-
-    ``launch_us``: host cost of the launch; numba's dispatch by default (a prepared launch
-    passes its own)."""
-    s = _stream(stream)
-    if s is None:
-        return _fail(E.cudaErrorInvalidResourceHandle)
-    if launch_us is not None:
-        cost = launch_us
-    else:
-        cost = P("capture_launch_us") if s.capture is not None else P("numba_launch_us")
-    return _submit(s, _NT.cudaGraphNodeTypeKernel,
-                   {"kernel": kernel, "grid": grid, "block": block, "args": tuple(args),
-                    "name": kernel.name}, cost, f"launch {kernel.name}")
+def _run_kernel(payload):
+    """Compute a kernel node's outputs; a parameter in freed memory is an illegal address."""
+    values = []
+    for v in payload["params"]:
+        if hasattr(v, "view") and hasattr(v, "addr"):   # an array: its live memory, or none
+            v = v.view()
+            if v is None:
+                return E.cudaErrorIllegalAddress
+        values.append(v)
+    _functions[payload["func"]].run(payload["grid"], payload["block"], *values)
+    return E.cudaSuccess
 
 
 def cudaMemcpyAsync(dst, src, count, kind, stream):
@@ -633,6 +668,52 @@ def cudaMemcpy(dst, src, count, kind):
     return _OK
 
 
+# ---------------------------------------------------------------- cudaMemset, stream-ordered memory
+
+def cudaMemset(devPtr, value, count):
+    # On the legacy stream and, for device memory, asynchronous to the host, as CUDA's: allowed
+    # while a non-blocking stream captures (H200), 906 while a blocking one does.
+    return cudaMemsetAsync(devPtr, value, count, 0)
+
+
+_graph_allocs: set[int] = set()   # addresses that captured mem-alloc nodes hand out
+
+
+def cudaMallocAsync(size, hStream):
+    # Outside a capture, an allocation now (the simulator computes data at submission, so the
+    # stream order holds), and as potentially unsafe as cudaMalloc. In a capture, a mem-alloc
+    # node, whose address is fixed when captured (as CUDA's) and valid from then on: the node's
+    # memory is not taken back when the graph is destroyed.
+    s = _stream(hStream)
+    if s is None:
+        return (_fail(E.cudaErrorInvalidResourceHandle), None)
+    if s.capture is None:
+        return cudaMalloc(size)
+    if s.capture.status != _STATUS.cudaStreamCaptureStatusActive:
+        return (_fail(E.cudaErrorStreamCaptureInvalidated), None)
+    a = _new_alloc(size)
+    _graph_allocs.add(a.addr)
+    _submit(s, _NT.cudaGraphNodeTypeMemAlloc, {"dst": a.addr, "bytesize": int(size),
+                                               "name": "mem alloc"}, P("api_us"), "cudaMallocAsync")
+    return E.cudaSuccess, a.addr
+
+
+def cudaFreeAsync(devPtr, hStream):
+    # Outside a capture, cudaFree's rules. In a capture, a mem-free node, for graph memory only:
+    # memory allocated outside any graph is cudaErrorInvalidValue and the capture stays active
+    # (H200). The node frees nothing in the simulator.
+    s = _stream(hStream)
+    if s is None:
+        return (_fail(E.cudaErrorInvalidResourceHandle),)
+    if s.capture is None:
+        return cudaFree(devPtr)
+    addr = int(devPtr)
+    if addr not in _graph_allocs or _find(addr) is None:
+        return (_fail(E.cudaErrorInvalidValue),)
+    return (_submit(s, _NT.cudaGraphNodeTypeMemFree, {"dst": addr, "name": "mem free"},
+                    P("api_us"), "cudaFreeAsync"),)
+
+
 def cudaMalloc(size):
     c = _unsafe_call_blocked()
     if c is not None:
@@ -659,6 +740,7 @@ def cudaFree(devPtr):
     a = _allocs.get(int(devPtr))
     if a is None or a.freed or a.pinned:
         return (_fail(E.cudaErrorInvalidValue),)
+    del _allocs[a.addr]        # the address is never handed out again: a later use is seen
     a.freed = True
     a.buf = np.zeros(1, np.uint8)
     _clock.api("cudaFree", P("api_us"))
@@ -666,16 +748,16 @@ def cudaFree(devPtr):
 
 
 def cudaFreeHost(ptr):
+    c = _unsafe_call_blocked()
+    if c is not None:
+        _invalidate(c)
+        return (_fail(E.cudaErrorStreamCaptureUnsupported),)
     a = _allocs.get(int(ptr))
     if a is None or a.freed or not a.pinned:
         return (_fail(E.cudaErrorInvalidValue),)
+    del _allocs[a.addr]
     a.freed = True
     return _OK
-
-
-def host_view(addr, nbytes):
-    """numpy bytes of a simulated allocation (labkit's arrays use this)."""
-    return _view(int(addr), int(nbytes))
 
 
 # ---------------------------------------------------------------- graphs
@@ -772,14 +854,15 @@ def cudaGraphAddMemcpyNode1D(graph, pDependencies, numDependencies, dst, src, co
                       "kind": cudaMemcpyKind(int(kind)), "name": "memcpy"})
 
 
-def add_kernel_node(graph, deps, kernel, grid, block, args):
-    """Add a kernel node through the explicit graph API (labkit's graph builder calls this)."""
-    return _add_node(graph, deps, _NT.cudaGraphNodeTypeKernel,
-                     {"kernel": kernel, "grid": grid, "block": block, "args": tuple(args),
-                      "name": kernel.name})
+def cudaGraphAddKernelNode(graph, pDependencies, numDependencies, pNodeParams):
+    payload = _payload(pNodeParams)
+    if payload is None:
+        return (_fail(E.cudaErrorInvalidDeviceFunction), None)
+    return _add_node(graph, pDependencies, _NT.cudaGraphNodeTypeKernel, payload,
+                     cost=P("add_kernel_node_us"))
 
 
-def _add_node(graph, deps, ntype, payload):
+def _add_node(graph, deps, ntype, payload, cost=None):
     g = _graph(graph)
     if g is None:
         return (_fail(E.cudaErrorInvalidValue), None)
@@ -789,7 +872,7 @@ def _add_node(graph, deps, ntype, payload):
         if hit is None or hit[0] is not g:
             return (_fail(E.cudaErrorInvalidValue), None)
         dep_nodes.append(hit[1])
-    _clock.api("cudaGraphAddNode", P("api_us"))
+    _clock.api("cudaGraphAddNode", P("api_us") if cost is None else cost)
     n = g.add(ntype, payload, dep_nodes)
     return E.cudaSuccess, cudaGraphNode_t(n.handle)
 
@@ -818,9 +901,13 @@ def cudaGraphInstantiate(graph, flags=0):
     if c is not None:
         _invalidate(c)
         return (_fail(E.cudaErrorStreamCaptureUnsupported), None)
+    err = _cond.instantiate_error(g, flags)   # conditional: CUDA's rules for bodies and handles
+    if err is not None:
+        return (_fail(err), None)
     _clock.api("cudaGraphInstantiate",
                _clock.C("instantiate", len(g.nodes)))
     x = _Exec(g)
+    _cond.on_instantiate(x, g)
     _execs[x.handle] = x
     return E.cudaSuccess, cudaGraphExec_t(x.handle)
 
@@ -862,14 +949,18 @@ def cudaGraphLaunch(graphExec, stream):
     if s.capture is not None:
         _invalidate(s.capture)
         return (_fail(E.cudaErrorStreamCaptureUnsupported),)
-    host = _clock.C("graph_launch", len(x.nodes))
+    host = _clock.C("graph_launch", _cond.count_nodes(x))   # conditional: bodies' nodes too
     if not x.uploaded:
         host += _upload_us(x)
         x.uploaded = True
-    for ntype, payload, _ in x.nodes:
-        err = _run_node(ntype, payload)
-        if err != E.cudaSuccess:
-            return (_fail(err),)
+    _cond.begin_launch(x)                # conditional: the handles' values for this launch
+    try:
+        for ntype, payload, _ in x.nodes:
+            err = _run_node(ntype, payload)
+            if err != E.cudaSuccess:
+                return (_fail(err),)
+    finally:
+        _cond.end_launch(x)
     _clock.api("cudaGraphLaunch", host)
     start = max(s.ready_us, _clock.host_us() + P("launch_latency_us"))
     ends = []
@@ -878,8 +969,10 @@ def cudaGraphLaunch(graphExec, stream):
         t0 = max([start] + [ends[d] for d in deps]) + P("graph_node_gap_us")
         ends.append(t0 + _node_gpu_us(ntype, payload))
         lane = lanes.place(len(ends) - 1, deps, t0, ends[-1])
-        if ntype != _NT.cudaGraphNodeTypeEmpty:
-            _clock.gpu_span(s.handle, payload.get("name", ""), t0, ends[-1], _kind(ntype), lane)
+        if ntype not in _NO_SPAN:
+            name = (_cond.span_name(payload) if ntype == _NT.cudaGraphNodeTypeConditional
+                    else payload.get("name", ""))
+            _clock.gpu_span(s.handle, name, t0, ends[-1], _kind(ntype), lane)
     s.ready_us = max(ends + [start])
     return _OK
 
@@ -894,7 +987,7 @@ def cudaGraphExecUpdate(hGraphExec, hGraph):
         return (_fail(E.cudaErrorInvalidValue), None)
     _clock.api("cudaGraphExecUpdate",
                _clock.C("exec_update", len(g.nodes)))
-    if len(g.nodes) != len(x.nodes):
+    if len(g.nodes) != len(x.nodes) or _cond.update_error(x, g) is not None:   # conditional
         return (_fail(E.cudaErrorGraphExecUpdateFailure), None)
     index = {n: i for i, n in enumerate(g.nodes)}
     for (xtype, _, xdeps), n in zip(x.nodes, g.nodes):
@@ -907,23 +1000,53 @@ def cudaGraphExecUpdate(hGraphExec, hGraph):
 
 
 class cudaKernelNodeParams:
-    """The simulator's kernel node parameters: the labkit kernel, its grid, block and arguments."""
+    """A kernel node's parameters, with CUDA's fields.
 
-    def __init__(self, kernel=None, grid=(1, 1, 1), block=(1, 1, 1), args=()):
-        self.kernel, self.grid, self.block, self.args = kernel, grid, block, tuple(args)
+    ``func``: a function handle (`labkit.sim._hooks.register_function`); ``gridDim`` and
+    ``blockDim``: ``dim3``; ``sharedMemBytes``; ``kernelParams``: the parameter values, a tuple
+    (see the module docstring: not a ``void**``); ``extra``: must stay empty (0 or None).
+    """
 
-    @property
-    def gridDim(self):
-        return _Dim(*self.grid)
+    def __init__(self, func=0, gridDim=None, blockDim=None, sharedMemBytes=0, kernelParams=(),
+                 extra=0):
+        self.func = func
+        self.gridDim = gridDim if gridDim is not None else _dim3(1, 1, 1)
+        self.blockDim = blockDim if blockDim is not None else _dim3(1, 1, 1)
+        self.sharedMemBytes, self.kernelParams, self.extra = sharedMemBytes, kernelParams, extra
 
-    @property
-    def blockDim(self):
-        return _Dim(*self.block)
+    def __repr__(self):
+        name = getattr(_functions.get(_h(self.func)), "name", "?")
+        return (f"<simulated cudaKernelNodeParams {name} grid={_xyz(self.gridDim)} "
+                f"block={_xyz(self.blockDim)} params={len(self.kernelParams)}>")
 
 
-class _Dim:
-    def __init__(self, x, y=1, z=1):
-        self.x, self.y, self.z = x, y, z
+def _dim3(x, y=1, z=1):
+    d = _cr.dim3()
+    d.x, d.y, d.z = int(x), int(y), int(z)
+    return d
+
+
+def _xyz(d) -> tuple:
+    return (int(d.x), int(d.y), int(d.z))
+
+
+def _payload(params):
+    """A kernel node's payload from cudaKernelNodeParams, or None for an unknown function."""
+    if not isinstance(params, cudaKernelNodeParams):
+        raise NotImplementedError(
+            "the simulator takes its own cudaKernelNodeParams (labkit.rt.cudaKernelNodeParams), "
+            "whose kernelParams is a tuple of parameter values; run on a GPU "
+            "(LABKIT_BACKEND=cuda) to pass a void** parameter array")
+    if params.extra:
+        raise NotImplementedError("cudaKernelNodeParams.extra is not simulated: pass kernelParams")
+    if isinstance(params.kernelParams, int) and params.kernelParams:
+        raise NotImplementedError("the simulator cannot read a void** kernelParams pointer: pass "
+                                  "the parameter values as a tuple")
+    fn = _functions.get(_h(params.func))
+    if fn is None:
+        return None
+    return {"func": _h(params.func), "grid": _xyz(params.gridDim), "block": _xyz(params.blockDim),
+            "params": tuple(params.kernelParams or ()), "name": fn.name}
 
 
 def cudaGraphKernelNodeGetParams(node):
@@ -931,19 +1054,19 @@ def cudaGraphKernelNodeGetParams(node):
     if hit is None or hit[1].type != _NT.cudaGraphNodeTypeKernel:
         return (_fail(E.cudaErrorInvalidValue), None)
     p = hit[1].payload
-    return E.cudaSuccess, cudaKernelNodeParams(p["kernel"], p["grid"], p["block"], p["args"])
-
-
-def _payload(params):
-    return {"kernel": params.kernel, "grid": tuple(params.grid), "block": tuple(params.block),
-            "args": tuple(params.args), "name": params.kernel.name}
+    return E.cudaSuccess, cudaKernelNodeParams(p["func"], _dim3(*p["grid"]), _dim3(*p["block"]),
+                                               0, p["params"])
 
 
 def cudaGraphKernelNodeSetParams(node, pNodeParams):
     hit = _nodes.get(_h(node))
     if hit is None or hit[1].type != _NT.cudaGraphNodeTypeKernel:
         return (_fail(E.cudaErrorInvalidValue),)
-    hit[1].payload = _payload(pNodeParams)
+    payload = _payload(pNodeParams)
+    if payload is None:
+        return (_fail(E.cudaErrorInvalidDeviceFunction),)
+    _clock.api("cudaGraphKernelNodeSetParams", P("api_us"))
+    hit[1].payload = payload
     return _OK
 
 
@@ -954,31 +1077,24 @@ def cudaGraphExecKernelNodeSetParams(hGraphExec, node, pNodeParams):
     i = x.by_source.get(_h(node))
     if i is None or x.nodes[i][0] != _NT.cudaGraphNodeTypeKernel:
         return (_fail(E.cudaErrorInvalidValue),)
-    _clock.api("cudaGraphExecKernelNodeSetParams", P("api_us"))
+    payload = _payload(pNodeParams)
+    if payload is None:
+        return (_fail(E.cudaErrorInvalidDeviceFunction),)
+    _clock.api("cudaGraphExecKernelNodeSetParams", P("raw_node_update_us"))
     ntype, _, deps = x.nodes[i]
-    x.nodes[i] = (ntype, _payload(pNodeParams), deps)
+    x.nodes[i] = (ntype, payload, deps)
     return _OK
 
 
-def copy_kernel_node_params(src_node, hGraphExec, node):
-    """Give ``node`` of an executable the parameters of kernel node ``src_node`` (labkit's
-    `GraphExec.set_kernel_args` calls this, right after capturing one launch on a scratch stream).
-
-    A composite cost: on a GPU the node update is mostly numba preparing the arguments inside
-    that capture and the driver's parameter copy, which the simulated calls cost far less
-    than. This charges the calibrated ``node_update_us`` of the whole, less what the scratch
-    capture's calls (begin, one captured launch, end of a one-node graph) and the parameter
-    copy already charged, so the whole update costs ``node_update_us``.
-    """
-    err, params = cudaGraphKernelNodeGetParams(src_node)
-    if err != E.cudaSuccess:
-        return (err,)
-    err, = cudaGraphExecKernelNodeSetParams(hGraphExec, node, params)
-    if err == E.cudaSuccess:
-        charged = (P("begin_capture_us") + P("capture_launch_us") + P("end_capture_per_node_us")
-                   + P("api_us"))
-        _clock.host_work(max(0.0, P("node_update_us") - charged))
-    return (err,)
+# conditional nodes and the node kinds their bodies are tested with: labkit/sim/_conditional.py
+from . import _conditional as _cond  # noqa: E402 (it uses this module's objects)
+_cond.bind(_sys.modules[__name__])
+from ._conditional import (  # noqa: E402,F401
+    cudaGraphConditionalHandle, cudaGraphConditionalNodeType, cudaGraphConditionalHandleFlags,
+    cudaStreamUpdateCaptureDependenciesFlags, cudaGraphInstantiateFlags, cudaHostFn_t,
+    cudaConditionalNodeParams, cudaGraphNodeParams, cudaGraphConditionalHandleCreate,
+    cudaGraphAddNode, cudaGraphAddChildGraphNode, cudaStreamBeginCaptureToGraph,
+    cudaStreamUpdateCaptureDependencies, cudaLaunchHostFunc)
 
 
 def __getattr__(name):

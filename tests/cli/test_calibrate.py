@@ -65,3 +65,13 @@ def test_a_failing_trace_falls_back_and_says_why(monkeypatch):
     got = calibrate.measure(rounds=1, require_gpu=False)["params"]["kernel_us"]
     assert "the trace failed: RuntimeError: CUPTI went away" in got["source"]
     assert got["median"] > 0
+
+
+def test_the_node_update_and_explicit_build_figures_are_calibrated(calibrated):
+    from labkit.sim.clock import P
+    params = calibrated["params"]
+    assert params["node_update_us"]["median"] == pytest.approx(P("node_update_us"), rel=0.05)
+    assert params["raw_node_update_us"]["median"] == pytest.approx(P("raw_node_update_us"), rel=0.05)
+    assert params["add_kernel_node_us"]["median"] == pytest.approx(P("add_kernel_node_us"), rel=0.05)
+    assert calibrated["bench"]["explicit_build_us"] == pytest.approx(200 * P("add_kernel_node_us"),
+                                                                      rel=0.05)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import subprocess
 import sys
 import types
@@ -16,7 +17,7 @@ import nbformat
 import pytest
 
 from labkit.cli import doctor, run
-from labkit._backend import BackendError
+from labkit.backend import BackendError
 
 TINY_FIGURE = "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.show()"
 
@@ -45,8 +46,10 @@ def mixed_run(tmp_path_factory):
                           "print('never reached')", title="Breaks")
     good = _write_notebook(src / "02_good.ipynb", TINY_FIGURE, title="Draws")
     code, stderr = _run([str(bad), str(good), "--out", str(out), "--backend", "sim"])
-    return types.SimpleNamespace(code=code, stderr=stderr, out=out,
-                                 index=(out / "index.html").read_text())
+    index = (out / "index.html").read_text()
+    table = index[index.index('<table class="labkit-run">'):]
+    return types.SimpleNamespace(code=code, stderr=stderr, out=out, index=index,
+                                 table=table[:table.index("</table>")])
 
 
 def test_run_exits_nonzero_when_a_notebook_fails(mixed_run):
@@ -59,13 +62,13 @@ def test_run_names_the_failing_notebook_cell_and_error(mixed_run):
 
 
 def test_run_index_marks_the_failed_notebook_with_its_cell(mixed_run):
-    bad_row = next(r for r in mixed_run.index.split("<tr>") if "01_bad" in r)
+    bad_row = next(r for r in mixed_run.table.split("<tr>") if "01_bad" in r)
     assert "failed at cell 3" in bad_row
     assert "ValueError: boom in cell three" in bad_row
 
 
 def test_run_finishes_the_other_notebooks_after_a_failure(mixed_run):
-    good_row = next(r for r in mixed_run.index.split("<tr>") if "02_good" in r)
+    good_row = next(r for r in mixed_run.table.split("<tr>") if "02_good" in r)
     assert '<span class="ok">ok</span>' in good_row
     assert "data:image/png;base64," in good_row  # its key figure, as a thumbnail
 
@@ -76,16 +79,45 @@ def test_run_writes_executed_notebook_and_page_for_each_also_the_failed(mixed_ru
         assert (mixed_run.out / f"{stem}.ipynb").is_file()
     executed = nbformat.read(mixed_run.out / "01_bad.ipynb", as_version=4)
     assert executed.cells[2].outputs[0].output_type == "error"
+    assert "boom in cell three" in (mixed_run.out / "01_bad.html").read_text()
 
 
-def test_run_of_passing_notebook_exits_zero_with_page_figure_and_index(tmp_path):
-    good = _write_notebook(tmp_path / "00_only.ipynb", TINY_FIGURE, "print('done')")
+def test_run_site_pages_have_the_sidebar_toc_and_prev_next_links(mixed_run):
+    page = (mixed_run.out / "01_bad.html").read_text()
+    assert "bd-sidebar-primary" in page
+    for stem in ("index", "02_good"):   # the sidebar lists the course in order
+        assert f'<a class="reference internal" href="{stem}.html"' in page
+    prev_next = page[page.index('class="prev-next-area"'):]
+    assert re.search(r'class="left-prev"\s+href="index.html"', prev_next)
+    assert re.search(r'class="right-next"\s+href="02_good.html"', prev_next)
+
+
+def test_run_site_has_a_search_page_and_index(mixed_run):
+    assert (mixed_run.out / "search.html").is_file()
+    assert "02_good" in (mixed_run.out / "searchindex.js").read_text()
+
+
+def test_run_site_page_shows_the_notebooks_figure(mixed_run):
+    page = (mixed_run.out / "02_good.html").read_text()
+    image = re.search(r'<img alt="[^"]*" src="(_images/[^"]+\.png)"', page)
+    assert image and (mixed_run.out / image.group(1)).stat().st_size > 1000
+
+
+def test_run_landing_page_is_the_course_map_beside_the_notebooks(tmp_path):
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    (src / "README.md").write_text("# Course map\n\n| # | notebook |\n| --- | --- |\n"
+                                   "| 00 | [The only one](00_only.ipynb) |\n"
+                                   "| 01 | [Not run](01_other.ipynb) |\n\n"
+                                   "Solutions are in [`solutions/`](solutions/).\n")
+    good = _write_notebook(src / "00_only.ipynb", "print('done')")
     out = tmp_path / "site"
     code, _ = _run([str(good), "--out", str(out)])
-    assert code == 0
-    assert "data:image/png;base64," in (out / "00_only.html").read_text()
     index = (out / "index.html").read_text()
-    assert "1 ok, 0 failed" in index and 'href="00_only.html"' in index
+    assert code == 0 and "Course map" in index
+    assert 'href="00_only.html"' in index
+    assert "Not run" in index and "01_other" not in index   # no page, so no link
+    assert "solutions/" in index and 'href="solutions/"' not in index
 
 
 def test_run_rejects_a_notebook_name_that_matches_nothing_and_lists_the_course():
@@ -169,18 +201,14 @@ def test_doctor_cli_reports_a_bad_labkit_backend_without_a_traceback():
     assert "Traceback" not in done.stderr
 
 
-def test_doctor_reads_gpu_versions_and_flags_a_runtime_newer_than_the_driver():
+def test_doctor_reads_the_gpus_name_and_compute_capability():
     ok = type("Ok", (), {"__int__": lambda self: 0})()
     props = types.SimpleNamespace(name=b"NVIDIA H200\x00\x00", major=9, minor=0)
-    rt = types.SimpleNamespace(cudaGetDeviceProperties=lambda dev: (ok, props),
-                               cudaDriverGetVersion=lambda: (ok, 12040),
-                               cudaRuntimeGetVersion=lambda: (ok, 13000))
+    rt = types.SimpleNamespace(cudaGetDeviceProperties=lambda dev: (ok, props))
     report = doctor.Report()
     doctor.check_gpu(_stand_in(backend="cuda", rt=rt), report)
-    rows = dict(report.rows)
-    assert rows["gpu"] == "NVIDIA H200 (compute capability 9.0)"
-    assert rows["driver supports CUDA"] == "12.4" and rows["CUDA runtime"] == "13.0"
-    assert len(report.problems) == 1 and "update the NVIDIA driver" in report.problems[0][1]
+    assert dict(report.rows)["gpu"] == "NVIDIA H200 (compute capability 9.0)"
+    assert not report.problems
 
 
 def test_doctor_shows_the_calibration_and_flags_a_missing_one(monkeypatch):

@@ -74,9 +74,9 @@ class Resources:
             for s, _name in watched:
                 err, status = rt.cudaStreamIsCapturing(s)
                 if err == OK and status != NOT_CAPTURING:
-                    err, g = rt.cudaStreamEndCapture(s)
-                    if err == OK:
-                        self.graph(g)
+                    # the graph is not destroyed: a capture into a conditional's body graph
+                    # returns that body, which its node owns (destroying it crashed the H200)
+                    rt.cudaStreamEndCapture(s)
         rt.cudaGetLastError()
         for ge in self.execs:
             rt.cudaGraphExecDestroy(ge)

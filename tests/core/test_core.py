@@ -1,4 +1,5 @@
 """labkit's own behaviour on the active backend: backend choice, errors, kernels, bench schema."""
+import gc
 import json
 import os
 import subprocess
@@ -81,19 +82,27 @@ def test_kernel_launch_config_is_validated():
 
 
 def test_graph_replay_equals_eager_and_keeps_its_buffers_alive():
+    """Only the executable is left holding the buffer: without labkit's keepalive the array is
+    freed when collected, and the replay writes into freed memory (on "sim":
+    cudaErrorIllegalAddress; on a GPU: wrong results or 700)."""
     s = labkit.Stream()
     x = labkit.to_device(np.arange(1024, dtype=np.float32))
+    ptr = x.device_ctypes_pointer.value
     w.chain(1, x, s)
     with labkit.capture(s) as cap:
         w.scale[4, 256, s](x, np.float32(2.0))
         w.add_one[4, 256, s](x)
-    ex = cap.graph.instantiate()
-    del x                                       # the graph keeps the buffer alive
+    g = cap.graph
+    ex = g.instantiate()
+    del x, cap                                  # the graph and its executable keep the buffer alive
+    gc.collect()
     ex.launch(s)
     s.synchronize()
-    buf = cap.keepalive[0][0]
-    np.testing.assert_array_equal(buf.copy_to_host(), ((np.arange(1024) + 1) * 2 + 1).astype(np.float32))
-    ex.close(); cap.graph.close(); s.close()
+    out = np.empty(1024, np.float32)
+    labkit.check(labkit.rt.cudaMemcpy(out.ctypes.data, ptr, out.nbytes,
+                                      labkit.rt.cudaMemcpyKind.cudaMemcpyDeviceToHost))
+    np.testing.assert_array_equal(out, ((np.arange(1024) + 1) * 2 + 1).astype(np.float32))
+    ex.close(); g.close(); s.close()
 
 
 def test_a_failed_update_leaves_the_old_executable_working():
@@ -131,16 +140,16 @@ def test_node_update_after_a_whole_graph_update_still_finds_its_node():
 
 
 @pytest.mark.skipif(labkit.backend != "sim", reason="the simulator's cost model")
-def test_a_simulated_node_update_costs_the_calibrated_node_update_us_in_all():
+def test_a_simulated_node_update_costs_the_calibrated_driver_call_and_nothing_more():
+    from labkit.sim.clock import P
     s = labkit.Stream()
     x, y = (labkit.to_device(np.zeros(1024, np.float32)) for _ in range(2))
     with labkit.capture(s) as cap:
         w.chain(2, x, s)
     ex = cap.graph.instantiate()
-    ex.set_kernel_args(0, w.add_one, 4, 256, y)    # the scratch stream is made once, here
     t0 = labkit.host_us()
     ex.set_kernel_args(1, w.add_one, 4, 256, y)
-    assert labkit.host_us() - t0 == pytest.approx(labkit.rt.P("node_update_us"), rel=1e-9)
+    assert labkit.host_us() - t0 == pytest.approx(P("node_update_us"), rel=1e-9)
     ex.close(); cap.graph.close(); s.close()
 
 
@@ -152,6 +161,17 @@ def test_bench_json_has_exactly_the_documented_keys():
     assert set(data) == {"backend", "device", "kernels", "eager_us_per_kernel", "graph_us_per_kernel",
                          "graph_launch_us", "capture_us", "instantiate_us", "first_launch_us",
                          "exec_update_us", "node_update_us", "breakeven_replays",
-                         "prepared_us_per_kernel"}   # the last: an extra key (issue 9)
+                         "prepared_us_per_kernel",   # an extra key (issue 9)
+                         "raw_node_update_us", "explicit_build_us"}   # issue 13
     assert data["kernels"] == 50 and data["eager_us_per_kernel"] > data["graph_us_per_kernel"] > 0
     assert data["eager_us_per_kernel"] > data["prepared_us_per_kernel"] > data["graph_us_per_kernel"]
+
+
+def test_a_launch_on_a_closed_stream_is_refused_even_after_earlier_launches_on_it():
+    s = labkit.Stream()
+    x = labkit.to_device(np.zeros(8, np.float32))
+    w.add_one[1, 8, s](x)                      # the launch for (grid, block, s) is made and kept
+    s.synchronize()
+    s.close()
+    with pytest.raises(ValueError, match="the stream was closed"):
+        w.add_one[1, 8, s](x)

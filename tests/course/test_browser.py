@@ -1,8 +1,13 @@
-"""A learner's path, in a real browser: JupyterLab opens a notebook, Run All draws a figure.
+"""A learner's path, in a real browser: JupyterLab's Run All takes each learner notebook to its check.
 
-JupyterLab runs on loopback with a token on a free port; Playwright drives Debian's
-``/usr/bin/chromium`` (never a downloaded browser: this machine cannot fetch one). The test
-saves a screenshot in its temporary folder and, when ``LABKIT_SCREENSHOT_DIR`` is set, there.
+JupyterLab runs on loopback with a token on a free port, serving copies of the course's learner
+notebooks; Playwright drives Debian's ``/usr/bin/chromium`` (never a downloaded browser: this
+machine cannot fetch one). For every notebook, Run > Run All Cells must run each cell, draw the
+figures, and stop with an error only at the final exercise check, which fails until the learner
+solves it. Cells that fail on purpose catch and print their error, so they do not stop Run All.
+The test waits on the kernel and the cells' prompts, not on fixed sleeps; the one time limit per
+notebook only ends a run that hangs. A screenshot of each notebook goes into the temporary
+folder and, when ``LABKIT_SCREENSHOT_DIR`` is set, there.
 """
 from __future__ import annotations
 
@@ -25,12 +30,15 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
+ROOT = Path(__file__).resolve().parents[1]
+LEARNERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 CHROMIUM = Path("/usr/bin/chromium")
 # Without the background-networking flags Chromium keeps dialling out, and this machine's
 # closed network refuses it, many times a second.
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
-NOTEBOOK = "figure.ipynb"
+# Only a hang reaches this: a notebook on the simulator runs in well under a minute.
+NOTEBOOK_LIMIT_MS = 600_000
 
 
 def _need(condition: bool, reason: str) -> None:
@@ -49,22 +57,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _write_notebook(root: Path) -> None:
-    cells = []
-    if importlib.util.find_spec("labkit") is not None:
-        cells.append("import labkit\nprint('backend:', getattr(labkit, 'backend', '?'))")
-    cells.append("import matplotlib.pyplot as plt\n"
-                 "fig, ax = plt.subplots(figsize=(4, 3))\n"
-                 "ax.plot([1, 2, 3, 4], [1, 4, 9, 16], marker='o')\n"
-                 "ax.set_title('rendered in JupyterLab')\n"
-                 "plt.show()")
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("# Browser check")]
-    nb.cells += [nbformat.v4.new_code_cell(src) for src in cells]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, root / NOTEBOOK)
-
-
 def _isolated_env(tmp: Path) -> dict[str, str]:
     """Jupyter's config, data and workspaces in ``tmp``, so no user setting changes the page."""
     env = dict(os.environ)
@@ -79,12 +71,14 @@ def _isolated_env(tmp: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture
-def jupyterlab(tmp_path):
-    """A running JupyterLab serving a folder with one notebook; yields (base_url, token, root)."""
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory, browser_tools):
+    """A running JupyterLab serving copies of the learner notebooks; yields (base, token, root)."""
+    tmp_path = tmp_path_factory.mktemp("jupyterlab")
     root = tmp_path / "root"
     root.mkdir()
-    _write_notebook(root)
+    for path in LEARNERS:
+        shutil.copy(path, root / path.name)
     port, token = _free_port(), secrets.token_hex(16)
     log = open(tmp_path / "jupyterlab.log", "w")
     proc = subprocess.Popen(
@@ -123,7 +117,7 @@ def jupyterlab(tmp_path):
         log.close()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser_tools():
     """Checked before JupyterLab starts, so a skip costs nothing."""
     _need(CHROMIUM.exists(), f"{CHROMIUM} is missing (apt-get install -y chromium)")
@@ -131,33 +125,62 @@ def browser_tools():
           "playwright is not installed (pip install playwright)")
 
 
-def test_run_all_in_jupyterlab_renders_the_figure_without_errors(browser_tools, jupyterlab,
-                                                                 tmp_path):
-    from playwright.sync_api import expect, sync_playwright
+@pytest.fixture(scope="module")
+def browser(jupyterlab):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.mark.parametrize("learner", LEARNERS, ids=lambda p: p.stem)
+def test_run_all_runs_the_learner_notebook_to_its_check_which_alone_shows_an_error(
+        learner, jupyterlab, browser, tmp_path):
+    from playwright.sync_api import expect
 
     base, token, root = jupyterlab
-    shot = tmp_path / "jupyterlab.png"
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 800})
-        try:
-            _run_all_and_check(page, expect, f"{base}/lab/tree/{NOTEBOOK}?token={token}", root)
-        finally:
-            # Also on failure: the picture usually shows what went wrong.
-            page.screenshot(path=str(shot), full_page=True)
-            browser.close()
-            if os.environ.get("LABKIT_SCREENSHOT_DIR"):
-                target = Path(os.environ["LABKIT_SCREENSHOT_DIR"])
-                target.mkdir(parents=True, exist_ok=True)
-                shutil.copy(shot, target / shot.name)
-    assert shot.stat().st_size > 10_000
+    shot = tmp_path / f"{learner.stem}.png"
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    try:
+        # A workspace of its own, reset, so only this notebook opens (no tabs restored).
+        url = f"{base}/lab/workspaces/{learner.stem}/tree/{learner.name}?reset&token={token}"
+        _run_all(page, expect, url)
+        # Decoded images, not broken stubs: what the learner sees of the figures.
+        saved_images = page.locator(".jp-OutputArea-output img").evaluate_all(
+            "imgs => imgs.filter(i => i.naturalWidth > 100).length")
+        saved = _save_and_read(page, root / learner.name)
+    finally:
+        # Also on failure: the picture usually shows what went wrong.
+        page.screenshot(path=str(shot), full_page=True)
+        page.close()
+        _shut_down_kernels(base, token)
+        if os.environ.get("LABKIT_SCREENSHOT_DIR"):
+            target = Path(os.environ["LABKIT_SCREENSHOT_DIR"])
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy(shot, target / shot.name)
+
+    code = [(i, c) for i, c in enumerate(saved.cells) if c.cell_type == "code"]
+    not_run = [i for i, c in code if c.execution_count is None]
+    errors = {i: f"{o.ename}: {o.evalue}" for i, c in code for o in c.outputs
+              if o.output_type == "error"}
+    check = code[-1][0]
+    assert set(errors) == {check}, (
+        f"Run All stopped at or showed errors in cells {errors} (not run: {not_run}); only the "
+        f"final check, cell {check}, may fail")
+    assert "check" in saved.cells[check].metadata.get("tags", []), "the last code cell is the check"
+    assert not not_run, f"cells {not_run} never ran"
+    assert errors[check].startswith("AssertionError"), errors[check]
+    figures = sum("image/png" in o.get("data", {}) for _, c in code for o in c.outputs)
+    assert saved_images == figures, f"the page drew {saved_images} of the {figures} figures"
 
 
 def _dismiss_dialogs(page) -> None:
     """Accept any modal JupyterLab dialog (a kernel choice, a notice) that would swallow clicks.
 
-    Seen in CI once: a jp-Dialog intercepted the click on the Run menu for 45 s. Accepting takes
-    the dialog's default (for a kernel choice, the notebook's own python3 kernel)."""
+    Seen in CI once: a jp-Dialog intercepted the click on the Run menu. Accepting takes the
+    dialog's default (for a kernel choice, the notebook's own python3 kernel)."""
     for _ in range(3):
         dialog = page.locator(".jp-Dialog")
         if not dialog.count() or not dialog.first.is_visible():
@@ -167,43 +190,69 @@ def _dismiss_dialogs(page) -> None:
             accept.first.click()
         else:
             page.keyboard.press("Escape")
-        page.wait_for_timeout(300)
+        page.wait_for_function("() => !document.querySelector('.jp-Dialog')")
 
 
-def _run_all_and_check(page, expect, url: str, root: Path) -> None:
+# Every code cell has a prompt; "[*]:" while queued or running, "[3]:" once run, "[ ]:" never.
+PROMPTS = "[...document.querySelectorAll('.jp-NotebookPanel .jp-CodeCell .jp-InputPrompt')]"
+STARTED = f"() => {PROMPTS}.some(p => /\\[[\\d*]+\\]/.test(p.textContent))"
+# Run All has finished when the kernel is idle and no cell is queued or running any more.
+FINISHED = (f"() => {PROMPTS}.length > 0 && !{PROMPTS}.some(p => p.textContent.includes('*'))"
+            " && !!document.querySelector(\".jp-Notebook-ExecutionIndicator[data-status='idle']\")")
+
+
+def _run_all(page, expect, url: str) -> None:
+    """Open the notebook, wait for its kernel, Run All, and wait until the kernel is idle again."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    page.set_default_timeout(45_000)
+    page.set_default_timeout(NOTEBOOK_LIMIT_MS)
     page.goto(url)
-    # The kernel is started and idle once the toolbar's indicator says so.
     expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_be_visible(
-        timeout=45_000)
+        timeout=NOTEBOOK_LIMIT_MS)
 
     # JupyterLab can show the kernel idle a moment before it accepts executions; a Run All sent
-    # then is silently dropped (seen here about one time in two). Running this notebook twice
-    # is harmless, so ask again until a prompt shows the cells ran or are running.
-    started = "() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]" \
-              ".some(p => /\\[[\\d*]+\\]/.test(p.textContent))"
+    # then is silently dropped (seen about one time in two). Queued cells show "[*]" at once,
+    # so ask again until a prompt shows the cells are queued, running or run.
     for attempt in range(6):
         _dismiss_dialogs(page)
         page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
         page.locator(".lm-Menu-item", has_text=re.compile(r"^Run All Cells")).click()
         try:
-            page.wait_for_function(started, timeout=5_000)
+            page.wait_for_function(STARTED, timeout=15_000)
             break
         except PlaywrightTimeout:
             continue
     else:
-        pytest.fail("Run > Run All Cells never started the cells (6 tries, 5 s each)")
+        pytest.fail("Run > Run All Cells never started the cells (6 tries)")
+    page.wait_for_function(FINISHED, polling=500)
 
-    figure = page.locator(".jp-OutputArea-output img")
-    expect(figure).to_be_visible(timeout=45_000)
-    # Every code cell has run when no prompt is empty or still busy ("[*]:").
-    page.wait_for_function(
-        """() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]
-                 .every(p => /\\[\\d+\\]/.test(p.textContent))""")
-    code_cells = [c for c in nbformat.read(root / NOTEBOOK, 4).cells if c.cell_type == "code"]
-    assert page.locator(".jp-CodeCell .jp-InputPrompt").count() == len(code_cells)
-    assert figure.evaluate("img => img.naturalWidth") > 100  # a decoded image, not a stub
-    errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
-    assert errors.count() == 0, f"a cell wrote an error: {errors.all_inner_texts()}"
+
+def _save_and_read(page, path: Path) -> nbformat.NotebookNode:
+    """Save the notebook from JupyterLab (with its outputs) and read the saved file."""
+    before = path.stat().st_mtime_ns
+    page.locator(".jp-NotebookPanel .jp-Notebook").first.click(position={"x": 5, "y": 5})
+    page.keyboard.press("Control+s")
+    deadline = time.monotonic() + 60
+    while path.stat().st_mtime_ns == before:
+        _dismiss_dialogs(page)
+        if time.monotonic() > deadline:
+            pytest.fail(f"JupyterLab did not save {path.name} within 60 s of Ctrl+S")
+        time.sleep(0.2)
+    for _ in range(50):   # the save may still be writing
+        try:
+            return nbformat.read(path, as_version=4)
+        except Exception:
+            time.sleep(0.2)
+    return nbformat.read(path, as_version=4)
+
+
+def _shut_down_kernels(base: str, token: str) -> None:
+    """End every session's kernel, so the next notebook does not share the machine with it."""
+    headers = {"Authorization": f"token {token}"}
+    with urllib.request.urlopen(urllib.request.Request(f"{base}/api/sessions", headers=headers),
+                                timeout=30) as r:
+        sessions = json.load(r)
+    for session in sessions:
+        request = urllib.request.Request(f"{base}/api/sessions/{session['id']}",
+                                         headers=headers, method="DELETE")
+        urllib.request.urlopen(request, timeout=60).close()

@@ -3,7 +3,9 @@ import labkit  # noqa: F401  (before numba.cuda)
 import numpy as np
 import pytest
 
+from labkit.course import workloads
 from labkit.course.exercises.nb00 import check_scale_then_add
+from tests.notebook_sources import run_cell
 
 X0 = np.arange(16, dtype=np.float32)
 
@@ -20,3 +22,18 @@ def test_rejects_add_then_scale_naming_the_order():
 def test_rejects_a_device_array_not_copied_back():
     with pytest.raises(ValueError, match=r"^expected the result copied back"):
         check_scale_then_add([1.0], X0)
+
+
+def _notebooks_exercise(role):
+    """The notebook's starter or solution cell, then its check cell, on the names they use."""
+    ns = {"labkit": labkit, "workloads": workloads, "x0": X0, "s": labkit.Stream()}
+    return run_cell("00", "check", run_cell("00", role, ns))
+
+
+def test_the_notebooks_solution_passes_its_check():
+    _notebooks_exercise("solution")
+
+
+def test_the_notebooks_starter_fails_its_check_naming_the_order():
+    with pytest.raises(AssertionError, match=r"^you got 3·\(x \+ 1\): add_one ran before scale"):
+        _notebooks_exercise("starter")

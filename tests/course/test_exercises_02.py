@@ -6,6 +6,7 @@ import pytest
 from labkit import check, rt
 from labkit.course.exercises.nb02 import check_request_graph
 from labkit.course.kernels_extra import infer_step, preprocess
+from tests.notebook_sources import run_cell
 
 N, BLOCK = 1024, 256
 GRID = N // BLOCK
@@ -23,36 +24,34 @@ def bufs():
     return x, inp, work, out, s
 
 
-def _capture(s, inp, work, out, host, with_copy=True, swap=False):
-    with labkit.capture(s) as cap:
-        if swap:
-            infer_step[GRID, BLOCK, s](work, out)
-            preprocess[GRID, BLOCK, s](inp, work)
-        else:
-            preprocess[GRID, BLOCK, s](inp, work)
-            infer_step[GRID, BLOCK, s](work, out)
-        if with_copy:
-            check(rt.cudaMemcpyAsync(host.ctypes.data, out.device_ctypes_pointer.value,
-                                     host.nbytes, D2H, s.handle))
-    return cap.graph
-
-
-def test_accepts_the_solutions_capture(bufs):
+def _notebooks_exercise(role, bufs):
+    """The notebook's starter or solution cell, then its check cell, on the notebook's names."""
     x, inp, work, out, s = bufs
-    host = labkit.pinned_array(N)
-    check_request_graph(_capture(s, inp, work, out, host), x, host, s)
+    ns = {"labkit": labkit, "np": np, "check": check, "rt": rt, "D2H": D2H,
+          "ptr": lambda a: a.device_ctypes_pointer.value, "N": N, "GRID": GRID, "BLOCK": BLOCK,
+          "preprocess": preprocess, "infer_step": infer_step,
+          "x_host": x, "inp": inp, "work": work, "out": out}
+    return run_cell("02", "check", run_cell("02", role, ns))
 
 
-def test_rejects_the_starters_capture_without_the_copy(bufs):
-    x, inp, work, out, s = bufs
-    host = labkit.pinned_array(N)
+def test_accepts_the_notebooks_solution(bufs):
+    ns = _notebooks_exercise("solution", bufs)
+    assert ns["ex_cap"].graph.node_kinds() == ["kernel", "kernel", "memcpy"]
+
+
+def test_rejects_the_notebooks_starter_without_the_copy(bufs):
     with pytest.raises(AssertionError, match=r"^the graph has nodes \['kernel', 'kernel'\] but no memcpy"):
-        check_request_graph(_capture(s, inp, work, out, host, with_copy=False), x, host, s)
+        _notebooks_exercise("starter", bufs)
 
 
 def test_rejects_kernels_in_the_wrong_order(bufs):
     x, inp, _, out, s = bufs
     host = labkit.pinned_array(N)
     work = labkit.to_device(np.zeros(N, np.float32))   # infer_step must not find a stale answer
+    with labkit.capture(s) as cap:      # the solution with its two kernels swapped
+        infer_step[GRID, BLOCK, s](work, out)
+        preprocess[GRID, BLOCK, s](inp, work)
+        check(rt.cudaMemcpyAsync(host.ctypes.data, out.device_ctypes_pointer.value,
+                                 host.nbytes, D2H, s.handle))
     with pytest.raises(AssertionError, match=r"^the graph ran but out_host does not hold"):
-        check_request_graph(_capture(s, inp, work, out, host, swap=True), x, host, s)
+        check_request_graph(cap.graph, x, host, s)

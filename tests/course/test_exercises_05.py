@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from labkit.course.exercises import nb05
+from tests.notebook_sources import run_cell
 
 REQUESTS = nb05.exercise_requests()
-SOLUTION = [2, 4, 7, 12, 21, int(REQUESTS.max())]
+SOLUTION = run_cell("05", "solution", {"ex05": nb05})["buckets"]
 
 
 def test_the_request_stream_is_seeded_and_mostly_small_with_a_long_tail():
@@ -60,3 +61,13 @@ def test_padding_fraction_and_table_agree():
 def test_padding_fraction_refuses_buckets_too_small_for_a_request():
     with pytest.raises(ValueError, match=r"^the largest bucket is 8 but a request has 49 rows"):
         nb05.padding_fraction([1, 2, 4, 8], REQUESTS)
+
+
+def test_the_notebooks_solution_passes_its_check_cell(capsys):
+    run_cell("05", "check", run_cell("05", "solution", {"ex05": nb05}))
+    assert "correct: " in capsys.readouterr().out
+
+
+def test_the_notebooks_starter_fails_its_check_cell():
+    with pytest.raises(AssertionError, match=r"^7 buckets is more than the 6 graphs"):
+        run_cell("05", "check", run_cell("05", "starter", {"ex05": nb05}))

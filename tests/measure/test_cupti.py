@@ -41,7 +41,7 @@ def test_available_says_why_not_and_how_to_fix_when_cupti_is_missing(cupti_missi
     ok, reason = _cupti.available()
     assert ok is False
     assert reason.startswith("cupti-python is not installed")
-    assert "pip install 'cuda-graphs-lab[gpu]'" in reason
+    assert "pip install 'cuda-graphs-lab[cu13]'" in reason
 
 
 def test_kernel_trace_refuses_to_start_without_cupti_and_names_the_fallback(cupti_missing):

@@ -14,7 +14,7 @@ import labkit
 from labkit import _hostspans, timing
 from labkit.measure import _trace
 from labkit.measure._spans import CPU_ROW, Span
-from labkit.sim.clock import Lanes
+from labkit.sim.clock import Lanes, P
 from tests.kernels import BLOCK, GRID, N, add_one
 
 pytestmark = pytest.mark.skipif(os.environ.get("LABKIT_BACKEND", "sim") != "sim",
@@ -52,7 +52,7 @@ def test_eager_launch_span_is_the_whole_dispatch_the_model_charges(stream):
     with timing.timeline() as rec:
         add_one[GRID, BLOCK, stream](x)
     (span,) = rec.timeline.row_spans(CPU_ROW)
-    assert span.duration_us == pytest.approx(labkit.rt.P("numba_launch_us"))
+    assert span.duration_us == pytest.approx(P("numba_launch_us"))
 
 
 def test_raw_runtime_calls_outside_labkit_calls_join_the_cpu_row(stream):

@@ -5,11 +5,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ... import _state
+from ...backend import rt as _rt
 from ..._capture import capture
 from ..._errors import check
-from ..._kernel import stream_handle
-from ..._state import host_us
+from ..._handles import stream_handle
+from ...backend import host_us
 from .model import Model, _check_len, step
 
 __all__ = ["DecodeResult", "generate_eager", "capture_step", "generate_graph"]
@@ -31,7 +31,7 @@ class DecodeResult:
 
 
 def _sync(stream):
-    check(_state.rt.cudaStreamSynchronize(stream_handle(stream)), "synchronize")
+    check(_rt.cudaStreamSynchronize(stream_handle(stream)), "synchronize")
 
 
 def _reset(m: Model, prompt_token: int, stream):

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..._state import host_us
+from ...backend import host_us
 from .generate import DecodeResult
 from .kernels import EPS
 from .model import Model, _check_len

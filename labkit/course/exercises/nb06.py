@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import _state
+from ...backend import rt
 from ..._errors import check
-from ..._kernel import stream_handle, to_device
+from ..._handles import stream_handle
+from ..._kernel import to_device
 from ...measure.timing import measure
 from ..workloads import add_one
 
@@ -20,7 +21,7 @@ def slow_update(x, stream):
     "to watch progress" -- a copy to the host, which waits for the GPU every time."""
     for _ in range(N_KERNELS):
         add_one[4, 256, stream](x)
-        check(_state.rt.cudaStreamSynchronize(stream_handle(stream)), "synchronize")
+        check(rt.cudaStreamSynchronize(stream_handle(stream)), "synchronize")
         x.copy_to_host()
 
 
@@ -35,7 +36,7 @@ def check_fewer_syncs(fn, stream, repeat: int = 15) -> dict:
     start = np.arange(1024, dtype=np.float32)
     x = to_device(start)
     fn(x, stream)
-    check(_state.rt.cudaStreamSynchronize(stream_handle(stream)), "synchronize")
+    check(rt.cudaStreamSynchronize(stream_handle(stream)), "synchronize")
     got = x.copy_to_host()
     want = start + N_KERNELS
     if not np.array_equal(got, want):

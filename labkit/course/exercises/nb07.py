@@ -5,8 +5,8 @@ import numpy as np
 
 from .. import decoder as dec
 from ..._errors import check
-from ..._kernel import stream_handle
-from ... import _state
+from ..._handles import stream_handle
+from ...backend import rt
 
 __all__ = ["check_multi_step"]
 
@@ -34,7 +34,7 @@ def check_multi_step(build, stream, k: int = 4, launches: int = 3, seed: int = 1
     dec._reset(m, 7, stream)
     for _ in range(launches):
         ex.launch(stream)
-    check(_state.rt.cudaStreamSynchronize(stream_handle(stream)), "synchronize")
+    check(rt.cudaStreamSynchronize(stream_handle(stream)), "synchronize")
     n = k * launches
     got = m.state["history"].copy_to_host()[:n]
     want = dec.reference_generate(m, 7, n)

@@ -1,0 +1,43 @@
+"""The stack of labkit captures open in each thread: what a launch consults to keep its
+arguments alive with the graph being captured.
+
+A leaf module. ``open_count`` is how many labkit captures are open in any thread, so a launch
+outside every capture (the common case) pays one integer test, not a thread-local lookup.
+"""
+from __future__ import annotations
+
+import threading
+
+__all__ = ["push", "pop", "current", "keep"]
+
+_local = threading.local()
+open_count = 0
+
+
+def push(cap) -> list:
+    """Make ``cap`` this thread's innermost capture; returns the stack to restore with `pop`."""
+    global open_count
+    stack = getattr(_local, "stack", None) or []
+    _local.stack = stack + [cap]
+    open_count += 1
+    return stack
+
+
+def pop(previous: list) -> None:
+    global open_count
+    _local.stack = previous
+    open_count -= 1
+
+
+def current():
+    """This thread's innermost open labkit capture, or None."""
+    stack = getattr(_local, "stack", None)
+    return stack[-1] if stack else None
+
+
+def keep(args) -> None:
+    """Keep ``args`` alive with the capture in progress: its graph refers to their memory."""
+    if open_count:
+        cap = current()
+        if cap is not None:
+            cap.keepalive.append(args)

@@ -1,0 +1,78 @@
+"""The one place that differs between a GPU and the simulator: chosen once, at ``import labkit``.
+
+``LABKIT_BACKEND=auto|cuda|sim`` (see `_choose`). The chosen module, `labkit.backend.cuda` or
+`labkit.backend.sim`, implements one interface; everything above this package is the same code
+on both backends:
+
+* ``rt``: the runtime API (``cuda.bindings.runtime``, or the simulator's mirror of it);
+* device arrays: `to_device`, `device_array`, `pinned_array`;
+* eager launches: ``launcher(kernel, grid, block, stream) -> callable(*args)``, and
+  ``bare_launch`` (the same launch without labkit, to measure labkit's share beside it);
+* kernel-node parameter blocks, built once from kernel, grid, block and arguments:
+  ``KernelParams`` with ``launch(stream)`` (a prepared launch), ``set_node(node)``,
+  ``exec_node_setter(exec, node)``, ``add_node(graph, deps)``, and ``raw_exec_set`` (the bare
+  driver call, for measuring labkit's share beside it);
+* the host clock: `host_us`, `cpu_us`;
+* traces: ``start_trace()`` (True where the backend records its own timeline) and
+  ``stop_trace()``;
+* `kernel_node_name` (a kernel node's function, by name, for drawings);
+* `provenance` and `course_size`.
+
+``labkit.backend``, the attribute, is the backend's *name* ("cuda" or "sim": public API since
+the first notebook), so it hides this package on ``labkit``: reach the package with
+``from labkit.backend import ...`` (which always finds it), never ``labkit.backend.x``.
+"""
+from __future__ import annotations
+
+import sys
+
+from ._choose import BackendError, choose
+
+__all__ = ["name", "reason", "error", "is_gpu", "rt", "to_device", "device_array", "pinned_array",
+           "launcher", "bare_launch", "KernelParams", "host_us", "cpu_us", "start_trace", "stop_trace",
+           "provenance", "course_size", "kernel_node_name", "BackendError"]
+
+
+def _started_as_cli() -> bool:
+    argv = getattr(sys, "orig_argv", [])
+    return any(a == "-m" and argv[i + 1:i + 2] == ["labkit"] for i, a in enumerate(argv))
+
+
+error = None
+try:
+    name, reason = choose()
+except BackendError as exc:
+    # `python -m labkit doctor` imports labkit before doctor runs: keep the error for it to report
+    if not _started_as_cli():
+        raise
+    name, reason, error = "sim", f"no backend: {exc}", exc
+
+if name == "cuda":
+    from . import cuda as _impl
+else:
+    from . import sim as _impl
+
+is_gpu = _impl.IS_GPU
+rt = _impl.rt
+to_device = _impl.to_device
+device_array = _impl.device_array
+pinned_array = _impl.pinned_array
+launcher = _impl.launcher
+bare_launch = _impl.bare_launch
+KernelParams = _impl.KernelParams
+host_us = _impl.host_us
+cpu_us = _impl.cpu_us
+start_trace = _impl.start_trace
+stop_trace = _impl.stop_trace
+provenance = _impl.provenance
+make_set_condition = _impl.make_set_condition
+kernel_node_name = _impl.kernel_node_name
+
+
+def course_size(*, cuda, sim):
+    """The course's choice of a problem size or repeat count for the active backend.
+
+    Not a difference in behaviour: the simulator computes every kernel with numpy in real time,
+    so the course gives it smaller problems and fewer repeats; the results have the same shape.
+    """
+    return cuda if is_gpu else sim

@@ -1,0 +1,254 @@
+"""The "cuda" backend: a real GPU, through numba-cuda and cuda.bindings.
+
+Eager launches go to numba on the given stream (an external numba stream, made once per
+handle; numba's own launch configuration is cached per grid, block and stream, so a launch
+costs what a bare ``k[grid, block, stream](x)`` costs). A `KernelParams` is numba's argument
+flattening done once: the kernel's ``CUfunction``, its grid and block, and a ctypes array of
+pointers to the flattened argument bytes, held in one ``CUDA_KERNEL_NODE_PARAMS``. The same
+block serves a prepared launch (``cuLaunchKernel``), a graph node's parameters
+(``cuGraphKernelNodeSetParams``), an executable's node (``cuGraphExecKernelNodeSetParams``)
+and an explicit node add (``cuGraphAddKernelNode``). The driver API is used because the
+runtime's kernel-node calls refuse the nodes numba-cuda launches through cuda.core.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import re
+import time
+
+from cuda.bindings import driver
+from .._runtime12 import cuda_runtime
+
+# cuda-bindings 13's signatures on a CUDA 12 install too (the cu12 extra): see labkit._runtime12
+rt = cuda_runtime()
+from numba import cuda as _numba
+
+from .. import _capstack, _hostspans
+from .._errors import CudaError
+from .._handles import stream_handle
+
+__all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "launcher",
+           "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace", "provenance"]
+
+IS_GPU = True
+_numba_streams: dict[int, object] = {}
+
+
+def _numba_stream(handle: int):
+    s = _numba_streams.get(handle)
+    if s is None:
+        s = _numba.legacy_default_stream() if handle == 0 else _numba.external_stream(handle)
+        _numba_streams[handle] = s
+    return s
+
+
+# ------------------------------------------------------------------ arrays
+
+def to_device(ary, stream=0):
+    return _numba.to_device(ary, stream=_numba_stream(int(stream)) if stream else 0)
+
+
+def device_array(shape, dtype):
+    return _numba.device_array(shape, dtype)
+
+
+def pinned_array(shape, dtype):
+    return _numba.pinned_array(shape, dtype)
+
+
+# ------------------------------------------------------------------ launch errors
+
+_DRIVER_ERR = re.compile(r"(CUDA_ERROR_[A-Z_]+)")
+
+
+def _code_of(exc) -> int | None:
+    """The CUresult code of a numba / cuda.core launch error (they share the runtime's numbers)."""
+    code = getattr(exc, "code", None)
+    if code is not None:
+        return int(code)
+    m = _DRIVER_ERR.search(str(exc))
+    if m:
+        try:
+            return int(getattr(driver.CUresult, m.group(1)))
+        except AttributeError:
+            return None
+    return None
+
+
+def _launch_error(name, exc):
+    code = _code_of(exc)
+    if code is None:
+        raise exc
+    raise CudaError(code, f"launching {name}") from exc
+
+
+# ------------------------------------------------------------------ eager launch
+
+def launcher(k, grid, block, stream, owner=None):
+    """``fn(*args)`` launching ``k`` on ``stream`` (a raw handle, or a cuda.core graph builder,
+    which numba-cuda launches into directly) through numba's own launch path.
+
+    ``owner``: the labkit.Stream the handle came from; a launch after it was closed is refused.
+    Inside a labkit capture the arguments are kept alive with the graph."""
+    target = stream if not isinstance(stream, int) else _numba_stream(stream)
+    config = k.dispatcher[grid, block, target]     # numba's launch configuration, made once
+    name = k.name
+    label = f"launch {name}"
+
+    def launch(*args):
+        rec = _hostspans.active    # a timeline is open: numba's whole dispatch is the span
+        t0 = rec.now() if rec is not None else 0
+        if owner is not None and owner.handle is None:
+            stream_handle(owner)                   # raises: the stream was closed
+        try:
+            config(*args)
+        except Exception as exc:   # numba raises CudaAPIError, cuda.core raises CUDAError
+            _launch_error(name, exc)
+        if rec is not None:
+            rec.add(label, "launch", t0)
+        if _capstack.open_count:   # the graph refers to buffers it does not own: keep them
+            _capstack.keep(args)
+    return launch
+
+
+# ------------------------------------------------------------------ parameter blocks
+
+def _as_ctypes(v):
+    """numba's flattened argument -> a ctypes object holding the bytes the kernel expects."""
+    if isinstance(v, ctypes._SimpleCData):
+        return v
+    if isinstance(v, bool):
+        return ctypes.c_bool(v)
+    if isinstance(v, int):          # numba passes pointers, sizes, shapes and strides as intptr
+        return ctypes.c_ssize_t(v)
+    raise TypeError(f"cannot pass {type(v).__name__} in a kernel parameter block")
+
+
+def _function(handle: int):
+    """The ``CUfunction`` of numba's compiled kernel in the current context. numba-cuda loads
+    kernels as library kernels: its handle is a ``CUkernel``, which cuLaunchKernel accepts but
+    the graph-node calls refuse (cudaErrorInvalidResourceHandle, seen on the H200), so it is
+    turned into the context's function once here."""
+    err, func = driver.cuKernelGetFunction(driver.CUkernel(handle))
+    return func if not err else driver.CUfunction(handle)
+
+
+class KernelParams:
+    """``kernel[grid, block](*args)`` as the driver sees it, built once.
+
+    ``args`` are kept for as long as the block lives: the block holds their device pointers.
+    """
+
+    def __init__(self, k, grid, block, args):
+        disp = k.dispatcher
+        types = tuple(disp.typeof_pyval(a) for a in args)
+        compiled = disp.compile(types)
+        flat, retr = [], []
+        for t, v in zip(types, args):
+            compiled._prepare_args(t, v, 0, retr, flat)
+        if retr:   # numba would have copied something and copied it back: not a device array
+            raise TypeError("a parameter block takes device arrays only; use labkit.to_device")
+        self.name, self.grid, self.block, self.args = k.name, grid, block, tuple(args)
+        self._store = [_as_ctypes(v) for v in flat]       # the bytes the pointers point at
+        self._ptrs = (ctypes.c_void_p * max(len(flat), 1))(
+            *[ctypes.addressof(c) for c in self._store])
+        self.address = ctypes.addressof(self._ptrs)
+        self.func = _function(int(compiled._codelibrary.get_cufunc().handle))
+        p = driver.CUDA_KERNEL_NODE_PARAMS()
+        p.func = self.func
+        p.gridDimX, p.gridDimY, p.gridDimZ = grid
+        p.blockDimX, p.blockDimY, p.blockDimZ = block
+        p.sharedMemBytes = 0
+        p.kernelParams = self.address
+        self.node_params = p
+        self._streams = {}
+
+    def launch(self, stream: int):
+        """One ``cuLaunchKernel`` with this block on ``stream`` (a raw handle)."""
+        s = self._streams.get(stream)
+        if s is None:
+            s = self._streams[stream] = driver.CUstream(stream)
+        g, b = self.grid, self.block
+        err, = driver.cuLaunchKernel(self.func, g[0], g[1], g[2], b[0], b[1], b[2], 0, s,
+                                     self.address, 0)
+        if err:
+            raise CudaError(int(err), f"prepared launch of {self.name}")
+
+    def set_node(self, node):
+        """Make graph node ``node`` launch this block (``cuGraphKernelNodeSetParams``)."""
+        err, = driver.cuGraphKernelNodeSetParams(driver.CUgraphNode(int(node)),
+                                                 self.node_params)
+        return int(err)
+
+    def exec_node_setter(self, graph_exec, node):
+        """A callable returning ``(err,)`` that sets ``node`` of ``graph_exec`` to this block:
+        the handles and the struct are made once, so a call is the driver call and nothing more."""
+        return functools.partial(driver.cuGraphExecKernelNodeSetParams,
+                                 driver.CUgraphExec(int(graph_exec)),
+                                 driver.CUgraphNode(int(node)), self.node_params)
+
+    def raw_exec_set(self, graph_exec, node):
+        """``(fn, args)``: the bare driver call `exec_node_setter` wraps, for measuring beside it."""
+        return (driver.cuGraphExecKernelNodeSetParams,
+                (driver.CUgraphExec(int(graph_exec)), driver.CUgraphNode(int(node)),
+                 self.node_params))
+
+    def add_node(self, graph, deps):
+        """Add a kernel node launching this block after ``deps``; ``(err, node)``.
+
+        The driver copies the parameter values into the node, but the arrays they point at must
+        outlive the graph: the caller keeps ``args`` alive with it."""
+        err, node = driver.cuGraphAddKernelNode(
+            driver.CUgraph(int(graph)), [driver.CUgraphNode(int(d)) for d in deps], len(deps),
+            self.node_params)
+        return int(err), (rt.cudaGraphNode_t(int(node)) if not err else None)
+
+
+# ------------------------------------------------------------------ clock, traces, provenance
+
+def host_us() -> float:
+    """Host wall clock in µs."""
+    return time.perf_counter_ns() / 1e3
+
+
+def cpu_us() -> float:
+    """This process's CPU time in µs."""
+    return time.process_time_ns() / 1e3
+
+
+def start_trace() -> bool:
+    """The GPU has no model to trace: the caller records with CUPTI (False: not traced here)."""
+    return False
+
+
+def stop_trace() -> list:
+    return []
+
+
+def kernel_node_name(node) -> str | None:
+    """The symbol of the function kernel node ``node`` runs (``cuFuncGetName``), or None."""
+    err, params = driver.cuGraphKernelNodeGetParams(driver.CUgraphNode(int(node)))
+    if int(err):
+        return None
+    err, name = driver.cuFuncGetName(params.func)
+    if int(err):
+        return None
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def provenance(device: str) -> str:
+    return f"measured on {device}"
+
+
+def bare_launch(k, grid, block, stream: int):
+    """The launch without labkit: numba's own ``k[grid, block, stream](*args)`` on the same
+    stream, for measuring labkit's share of a launch beside it."""
+    disp, target = k.dispatcher, _numba_stream(stream)
+    return lambda *args: disp[grid, block, target](*args)
+
+
+def make_set_condition(cu_path: str):
+    """``set_condition(handle, value)`` for numba kernels: CUDA's device-side
+    ``cudaGraphSetConditional``, declared to numba and linked from a small CUDA C file."""
+    return _numba.declare_device("labkit_set_condition", "int32(uint64, uint32)", link=[cu_path])

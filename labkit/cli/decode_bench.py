@@ -1,0 +1,140 @@
+"""``python -m labkit bench --decode [--json] [--host-load]``: the capstone decoder four ways.
+
+Rows: eager launches, one graph per token (a sync each), the same graph launched back to back
+(one sync at the end: the GPU-bound limit, which cannot stop at end-of-sequence), and the whole
+generation as one WHILE graph (`labkit.course.device_loop`) that stops at the EOS token. Every decoder's
+tokens are compared with numpy's. ``--host-load`` repeats the rows while busy loops keep most of
+the host's cores busy; the load stops by itself after a deadline. (On the simulator the load
+cannot slow the virtual clock: the loaded rows equal the others there.)
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import time
+
+import numpy as np
+
+import labkit
+from labkit.course import decoder as dec, device_loop as dl
+
+N_TOKENS = 48
+PROMPT = 1
+
+
+def _spin(deadline: float):
+    while time.monotonic() < deadline:
+        pass
+
+
+class HostLoad:
+    """Busy loops on all cores but one, each ending by itself at ``seconds`` from now."""
+
+    def __init__(self, seconds: float = 120.0, procs: int | None = None):
+        self.n = procs or max(1, (os.cpu_count() or 2) - 1)
+        self.deadline = time.monotonic() + seconds
+        # fork: the children only spin in Python and never touch CUDA (a spawned child would
+        # import labkit, and with it open a CUDA context of its own)
+        ctx = mp.get_context("fork")
+        self.procs = [ctx.Process(target=_spin, args=(self.deadline,), daemon=True)
+                      for _ in range(self.n)]
+
+    def __enter__(self):
+        for p in self.procs:
+            p.start()
+        time.sleep(0.2)
+        return self
+
+    def __exit__(self, *exc):
+        for p in self.procs:
+            p.terminate()
+            p.join(5)
+
+
+def _back_to_back(m, ex, stream, n) -> float:
+    dec._reset(m, PROMPT, stream)
+    t0 = labkit.host_us()
+    for _ in range(n):
+        ex.launch(stream)
+    stream.synchronize()
+    return 1e6 * n / (labkit.host_us() - t0)
+
+
+def _cpu_per_token(fn, n) -> float:
+    c0 = labkit.cpu_us()
+    fn()
+    return (labkit.cpu_us() - c0) / n
+
+
+def measure(repeat: int = 5, m=None, stream=None) -> dict:
+    """The decode bench's figures (medians over ``repeat`` interleaved rounds)."""
+    m = m or dec.make_model(seed=0)
+    s = stream or labkit.Stream()
+    ref = dec.reference_generate(m, PROMPT, m.cfg.max_seq)
+    eos, n = dl.eos_for(ref, N_TOKENS)
+    want = ref[:n]
+    step_ex = dec.capture_step(m, s)
+    loop = dl.build(m, s)
+    rows = {k: [] for k in ("eager", "graph", "b2b", "loop", "loop_cpu", "eager_cpu", "graph_cpu",
+                            "graph_p99", "loop_us")}
+    match = True
+    stopped = True
+    for _ in range(repeat):
+        c0 = labkit.cpu_us()
+        e = dec.generate_eager(m, PROMPT, n, s)
+        rows["eager_cpu"].append((labkit.cpu_us() - c0) / n)
+        c0 = labkit.cpu_us()
+        g = dec.generate_graph(m, PROMPT, n, s, exec_=step_ex)
+        rows["graph_cpu"].append((labkit.cpu_us() - c0) / n)
+        rows["b2b"].append(_back_to_back(m, step_ex, s, n))
+        r = loop.run(PROMPT, m.cfg.max_seq, eos)
+        rows["eager"].append(e.tokens_per_s)
+        rows["graph"].append(g.tokens_per_s)
+        rows["graph_p99"].append(float(np.percentile(g.token_us, 99)))
+        rows["loop"].append(r.tokens_per_s)
+        rows["loop_us"].append(r.us_per_token)
+        rows["loop_cpu"].append(r.cpu_us_per_token)
+        match &= bool(np.array_equal(e.tokens, want) and np.array_equal(g.tokens, want)
+                      and np.array_equal(r.tokens, want))
+        stopped &= r.stopped_at_eos and len(r.tokens) == n
+    med = {k: float(np.median(v)) for k, v in rows.items()}
+    loop.close()
+    step_ex.close()
+    return {
+        "backend": labkit.backend, "device": labkit.device_name(),
+        "eager_tokens_per_s": med["eager"],
+        "graph_tokens_per_s": med["graph"],
+        "graph_back_to_back_tokens_per_s": med["b2b"],
+        "device_loop_tokens_per_s": med["loop"],
+        "device_loop_host_cpu_us_per_token": med["loop_cpu"],
+        "eager_host_cpu_us_per_token": med["eager_cpu"],
+        "graph_host_cpu_us_per_token": med["graph_cpu"],
+        "graph_p99_token_us": med["graph_p99"],
+        "device_loop_us_per_token": med["loop_us"],
+        "device_loop_stopped_at_eos": stopped,
+        "eos": eos, "tokens": n, "tokens_match": match,
+    }
+
+
+def main(args) -> int:
+    """Run from ``python -m labkit bench --decode``; ``args`` has ``json``, ``host_load``, ``repeat``."""
+    res = measure(repeat=max(3, min(args.repeat, 7)))
+    if args.host_load:
+        with HostLoad() as load:
+            loaded = measure(repeat=max(3, min(args.repeat, 7)))
+        res["host_load_procs"] = load.n
+        for k in ("eager_tokens_per_s", "graph_tokens_per_s", "graph_back_to_back_tokens_per_s",
+                  "device_loop_tokens_per_s", "device_loop_host_cpu_us_per_token", "tokens_match"):
+            res[f"loaded_{k}"] = loaded[k]
+        res["device_loop_loaded_ratio"] = (loaded["device_loop_tokens_per_s"]
+                                           / res["device_loop_tokens_per_s"])
+    print(f"decode bench: {res['tokens']} tokens (EOS {res['eos']}), {labkit.provenance()}")
+    for k, v in res.items():
+        if isinstance(v, float):
+            print(f"  {k:40s} {v:12.2f}")
+    print(f"  tokens_match {res['tokens_match']}, device loop stopped at EOS "
+          f"{res['device_loop_stopped_at_eos']}")
+    if args.json:
+        print(json.dumps(res))
+    return 0

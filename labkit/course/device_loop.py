@@ -1,0 +1,171 @@
+"""The capstone's decoder as one WHILE graph: a whole generation in one ``cudaGraphLaunch``.
+
+The graph is ``start`` (token, position and stop flag set from a control buffer) followed by a
+WHILE node whose body is one decode step (`labkit.course.decoder.step`, 65 kernels) and ``stop_check``,
+which sets the loop's condition to 0 once the step produced the end-of-sequence token or the
+position reached the token limit. Everything the loop decides on lives in device memory:
+
+* ``ctl`` (int32): ``[eos, limit, prompt_token]``, written by the host only when they change;
+* the decoder's own ``tok``, ``pos`` and ``history``;
+* ``done`` (int32): 1 once the loop has stopped, 2 if it stopped at EOS.
+
+The host launches once and waits once, on an event made with ``cudaEventBlockingSync`` so the
+waiting thread sleeps instead of spinning: the host CPU time per token is the launch divided by
+the tokens. What this cannot do: anything per token that needs the host (sampling with host
+randomness, streaming each token to a client, a stop rule written in Python).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import cuda
+
+from . import decoder as dec
+from .decoder.generate import _warm
+from .decoder.kernels import _bytes_cost
+from .._errors import check
+from .._handles import stream_handle
+from .._kernel import kernel, to_device
+from ..backend import cpu_us, host_us, rt
+from ..conditional import conditional_graph, set_condition
+
+__all__ = ["DeviceLoop", "build", "generate", "reference_until_eos", "LoopResult",
+           "start", "stop_check"]
+
+
+def _start_ref(grid, block, ctl, tok, pos, done):
+    tok[0] = ctl[2]
+    pos[0] = 0
+    done[0] = 0
+
+
+@kernel(reference=_start_ref, cost=_bytes_cost)
+def start(ctl, tok, pos, done):
+    """Begin a generation on the device: token = the prompt, position 0, not done."""
+    if cuda.grid(1) == 0:
+        tok[0] = ctl[2]
+        pos[0] = 0
+        done[0] = 0
+
+
+def _stop_ref(grid, block, ctl, tok, pos, done, h):
+    if int(tok[0]) == int(ctl[0]) or int(pos[0]) >= int(ctl[1]):
+        done[0] = 2 if int(tok[0]) == int(ctl[0]) else 1
+        set_condition(h, 0)
+
+
+@kernel(reference=_stop_ref, cost=_bytes_cost)
+def stop_check(ctl, tok, pos, done, h):
+    """The loop's last kernel: stop at the end-of-sequence token or at the token limit."""
+    if cuda.grid(1) == 0:
+        if tok[0] == ctl[0] or pos[0] >= ctl[1]:
+            done[0] = 2 if tok[0] == ctl[0] else 1
+            set_condition(h, 0)
+
+
+@dataclass
+class LoopResult:
+    """One generation: ``tokens``, the ``wall_us`` from launch to done, the host ``cpu_us``
+    spent on it, and whether it ``stopped_at_eos``."""
+    tokens: np.ndarray
+    wall_us: float
+    cpu_us: float
+    stopped_at_eos: bool
+
+    @property
+    def tokens_per_s(self) -> float:
+        return 1e6 * len(self.tokens) / self.wall_us
+
+    @property
+    def us_per_token(self) -> float:
+        return self.wall_us / max(len(self.tokens), 1)
+
+    @property
+    def cpu_us_per_token(self) -> float:
+        return self.cpu_us / max(len(self.tokens), 1)
+
+
+class DeviceLoop:
+    """An instantiated whole-generation graph for model ``m`` (see the module's docstring)."""
+
+    def __init__(self, m: dec.Model, stream):
+        self.m, self.stream = m, stream
+        s = m.state
+        self.ctl = to_device(np.array([-1, m.cfg.max_seq, 0], np.int32))
+        self.done = to_device(np.zeros(1, np.int32))
+        _warm(m, stream)
+        g = conditional_graph()
+        with g.capture(stream) as head:
+            start[1, 1, stream](self.ctl, s["tok"], s["pos"], self.done)
+        cond = g.condition(default=1)
+        body = g.while_loop(cond, deps=head.nodes)
+        with body.capture(stream):
+            dec.step(m, stream)
+            stop_check[1, 1, stream](self.ctl, s["tok"], s["pos"], self.done, cond.arg)
+        self.graph, self.condition, self.body = g, cond, body
+        # no cudaGraphUpload: the H200 refused the Upload instantiate flag for conditional
+        # graphs and cudaGraphUpload of one was not probed; the first run() uploads it
+        self.exec = g.instantiate()
+        self._h = stream_handle(stream)
+        # the host sleeps on this event instead of spinning: its CPU time is what we measure
+        flags = rt.cudaEventBlockingSync | rt.cudaEventDisableTiming
+        self._ev = check(rt.cudaEventCreateWithFlags(flags), "cudaEventCreateWithFlags")
+        self._params = None
+
+    def set(self, prompt_token: int, limit: int, eos: int = -1):
+        """Write the control buffer (only when it changes: a host-to-device copy)."""
+        if not 1 <= limit <= self.m.cfg.max_seq:
+            raise ValueError(f"limit must be 1..max_seq ({self.m.cfg.max_seq}), got {limit}")
+        p = (int(eos), int(limit), int(prompt_token))
+        if p != self._params:
+            check(rt.cudaStreamSynchronize(self._h), "synchronize")
+            self.ctl.copy_to_device(np.array(p, np.int32))
+            self._params = p
+
+    def run(self, prompt_token: int, limit: int, eos: int = -1) -> LoopResult:
+        """One generation: one launch, one (sleeping) wait, then the tokens are read back."""
+        self.set(prompt_token, limit, eos)
+        w0, c0 = host_us(), cpu_us()
+        self.exec.launch(self.stream)
+        check(rt.cudaEventRecord(self._ev, self._h), "cudaEventRecord")
+        check(rt.cudaEventSynchronize(self._ev), "cudaEventSynchronize")
+        wall, cpu = host_us() - w0, cpu_us() - c0
+        n = int(self.m.state["pos"].copy_to_host()[0])
+        toks = self.m.state["history"].copy_to_host()[:n].copy()
+        done = int(self.done.copy_to_host()[0])
+        return LoopResult(toks, wall, cpu, done == 2)
+
+    def close(self):
+        rt.cudaEventDestroy(self._ev)
+        self.exec.close()
+        self.graph.close()
+
+
+def build(m: dec.Model, stream) -> DeviceLoop:
+    """Capture and instantiate model ``m``'s whole-generation WHILE graph."""
+    return DeviceLoop(m, stream)
+
+
+def generate(m: dec.Model, prompt_token: int, limit: int, stream, eos: int = -1,
+             loop: DeviceLoop | None = None) -> LoopResult:
+    """Greedy decode on the device until ``eos`` (included) or ``limit`` tokens."""
+    loop = loop or build(m, stream)
+    return loop.run(prompt_token, limit, eos)
+
+
+def reference_until_eos(m: dec.Model, prompt_token: int, limit: int, eos: int = -1) -> np.ndarray:
+    """numpy's tokens, cut after the first ``eos`` (what the device loop must produce)."""
+    ref = dec.reference_generate(m, prompt_token, limit)
+    hits = np.flatnonzero(ref == eos)
+    return ref[:hits[0] + 1] if len(hits) else ref
+
+
+def eos_for(ref: np.ndarray, n: int) -> tuple[int, int]:
+    """An end-of-sequence token that stops ``ref`` at about ``n`` tokens: ``(eos, tokens)``.
+
+    The token at position ``n - 1``, or the nearest earlier one that appears there first."""
+    for k in range(min(n, len(ref)) - 1, -1, -1):
+        if int(ref[k]) not in ref[:k].tolist():
+            return int(ref[k]), k + 1
+    return -1, n

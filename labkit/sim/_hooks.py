@@ -1,0 +1,130 @@
+"""labkit's hooks into the simulator: everything labkit's "sim" backend needs that is not part
+of ``cuda.bindings.runtime``.
+
+On a GPU these are numba's and the driver's business (allocating a device array, freeing it when
+it is collected, ``cuLaunchKernel``, the function handle of a compiled kernel); the simulated
+runtime, like CUDA's, has no such names, so labkit reaches the simulator's state here and only
+here.
+
+* `register_function`: a kernel enters the simulator as a function handle, as a ``CUfunction``
+  enters the driver; kernel nodes and launches name it in ``func``.
+* `ArrayArg`: how an array travels in a parameter block: its address and layout, not the Python
+  object. A node therefore does not keep the array alive, as on a GPU: a replay after the array
+  was collected (and released) is ``cudaErrorIllegalAddress``.
+* `launch`: ``cuLaunchKernel`` plus the host cost of whatever labkit's launch path does before
+  it (numba's dispatch, from the calibration).
+"""
+
+import numpy as _np
+
+from . import clock
+from . import runtime as _rt
+
+P = clock.P
+host_us = clock.host_us
+cpu_us = clock.cpu_us
+host_work = clock.host_work
+start_trace = clock.start_trace
+stop_trace = clock.stop_trace
+
+
+# ---------------------------------------------------------------- memory
+
+def new_alloc(nbytes: int, pinned: bool = False) -> int:
+    """A new simulated allocation (what numba's device_array / pinned_array would cudaMalloc)."""
+    return _rt._new_alloc(nbytes, pinned).addr
+
+
+def pinned_buffer(addr: int):
+    """The numpy bytes behind a simulated pinned allocation."""
+    return _rt._allocs[addr].buf
+
+
+def release(addr: int) -> None:
+    """Free an allocation whose array was collected (numba's deferred cuMemFree). Its address is
+    never reused, so any later use of it is seen."""
+    a = _rt._allocs.pop(addr, None)
+    if a is not None:
+        a.freed = True
+
+
+def host_view(addr: int, nbytes: int):
+    """numpy bytes of a live simulated allocation, or None where it was freed."""
+    return _rt._view(int(addr), int(nbytes))
+
+
+class ArrayArg:
+    """An array in a parameter block: address, shape and dtype (what numba flattens it into)."""
+
+    __slots__ = ("addr", "shape", "dtype", "size", "nbytes", "ndim")
+
+    def __init__(self, addr, shape, dtype):
+        self.addr, self.shape, self.dtype = int(addr), tuple(shape), _np.dtype(dtype)
+        self.size = int(_np.prod(self.shape)) if self.shape else 1
+        self.nbytes = self.size * self.dtype.itemsize
+        self.ndim = len(self.shape)
+
+    def view(self):
+        raw = _rt._view(self.addr, self.nbytes)
+        return None if raw is None else raw.view(self.dtype).reshape(self.shape)
+
+    def __repr__(self):
+        return f"<array {self.shape} {self.dtype} at {self.addr:#x}>"
+
+
+def array_arg(a) -> ArrayArg:
+    """The `ArrayArg` of a simulated device array or of a host numpy array (whose memory the
+    simulated kernel then reads and writes in place, as numba's copy there and back would)."""
+    if isinstance(a, _np.ndarray):
+        a = _np.ascontiguousarray(a)
+        return ArrayArg(a.ctypes.data, a.shape, a.dtype)
+    return ArrayArg(a.device_ctypes_pointer.value, a.shape, a.dtype)
+
+
+# ---------------------------------------------------------------- kernels
+
+def register_function(name, run, gpu_us) -> int:
+    """Register a kernel; returns its function handle.
+
+    ``run(grid, block, *args)`` computes its outputs in place on numpy arrays;
+    ``gpu_us(grid, block, *args)`` is its GPU time, given the parameter values (`ArrayArg` for
+    arrays, which have ``nbytes``, ``size``, ``shape`` and ``dtype``).
+    """
+    handle = next(_rt._ids)
+    _rt._functions[handle] = _rt._Function(name, run, gpu_us)
+    return handle
+
+
+def function_name(func: int) -> str | None:
+    """The name a function handle was registered with (None: no such function)."""
+    fn = _rt._functions.get(func)
+    return None if fn is None else fn.name
+
+
+def launch(func: int, grid, block, params: tuple, stream: int, host_cost_us: float):
+    """``cuLaunchKernel`` of a registered function; the launch costs ``host_cost_us`` of host
+    time in all (numba's dispatch included). Returns a cudaError_t."""
+    s = _rt._stream(stream)
+    if s is None:
+        return _rt._fail(_rt.E.cudaErrorInvalidResourceHandle)
+    fn = _rt._functions.get(func)
+    if fn is None:
+        return _rt._fail(_rt.E.cudaErrorInvalidDeviceFunction)
+    return _rt._submit(s, _rt._NT.cudaGraphNodeTypeKernel,
+                       {"func": func, "grid": grid, "block": block, "params": params,
+                        "name": fn.name}, host_cost_us, f"launch {fn.name}")
+
+
+def capturing(stream: int) -> bool:
+    s = _rt._stream(stream)
+    return s is not None and s.capture is not None
+
+
+def refuse_in_capture(stream: int):
+    """What CUDA does when numba would copy a host array inside a capture: the copy is
+    unsupported (900) and the capture is invalidated. Returns the error."""
+    s = _rt._stream(stream)
+    _rt._invalidate(s.capture)
+    return _rt._fail(_rt.E.cudaErrorStreamCaptureUnsupported)
+
+

@@ -1,0 +1,355 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 01 — Eager launches: where the time goes
+#
+# **Prerequisites:** notebook 00.
+#
+# **Learning goals**
+#
+# 1. Measure the cost per kernel of a chain of K tiny kernels launched one by one ("eager"), for
+#    K from 1 to 1000, and compare it with the same chain replayed as one graph.
+# 2. See the gaps between kernels on a timeline.
+# 3. Separate *submitting* work (host time) from *finishing* it (host + GPU), for eager launches
+#    and for one graph launch.
+# 4. Recognise the opposite case: long kernels, where the GPU is the bottleneck, the gaps vanish
+#    and a graph has little left to remove.
+#
+# About 20 minutes.
+
+# %%
+import labkit            # first: it chooses the backend before numba.cuda is imported
+import numpy as np
+import matplotlib.pyplot as plt
+from labkit import rt, check, timing, plot
+from labkit.course import workloads
+
+print("backend :", labkit.backend, f"({labkit.backend_reason})")
+print("device  :", labkit.device_name())
+print("figures :", labkit.provenance())
+
+SZ = workloads.sizes()                    # problem sizes that suit this backend
+REPEAT, WARMUP = SZ["repeat"], SZ["warmup"]
+s = labkit.Stream()
+x0 = np.zeros(1024, np.float32)
+x = labkit.to_device(x0)
+
+# %% [markdown]
+# ## A chain of K tiny kernels
+#
+# `workloads.chain(K, x, s)` launches `add_one` K times on stream `s`. Each kernel touches 1024
+# floats: almost no work for a GPU. That is deliberate: it stands for the many small kernels of an
+# inference step (norms, activations, small matmuls), where each kernel's launch may cost more than
+# its work. First, check it computes `x + K`.
+#
+# The very first launch of a kernel in a process also compiles it (numba's JIT) and loads it onto
+# the GPU; every measurement below therefore starts with untimed warm-up runs.
+
+# %%
+K = 10
+x = labkit.to_device(x0)
+workloads.chain(K, x, s)
+s.synchronize()
+assert np.array_equal(x.copy_to_host(), x0 + K)
+print(f"x + {K}: correct")
+
+# %% [markdown]
+# ## Cost per kernel against K
+#
+# For each K, time the whole chain plus one synchronize and divide by K. Then capture the same
+# chain into a graph (notebook 02 explains capture), instantiate it once, and time its replay the
+# same way.
+#
+# What to look for: the eager cost per kernel should stay roughly flat as K grows, because every
+# launch pays the same host cost. The graph's cost per kernel should fall as K grows, because one
+# launch and one synchronize are shared by all K kernels, and at large K it should be tens of
+# times below eager.
+
+# %%
+ks = SZ["sweep"]
+eager, graph = [], []
+for k in ks:
+    eager.append(timing.measure(lambda: workloads.chain(k, x, s), sync=s, per=k,
+                                warmup=WARMUP, repeat=REPEAT, label=f"eager K={k}"))
+    with labkit.capture(s) as cap:
+        workloads.chain(k, x, s)
+    with cap.graph as g, g.instantiate(upload_stream=s) as ex:
+        graph.append(timing.measure(lambda: ex.launch(s), sync=s, per=k,
+                                    warmup=WARMUP, repeat=REPEAT, label=f"graph K={k}"))
+
+print(f"{'K':>5} {'eager µs/kernel':>16} {'graph µs/kernel':>16} {'eager/graph':>12}")
+for k, e, g in zip(ks, eager, graph):
+    print(f"{k:5d} {e.median:16.2f} {g.median:16.2f} {e.median / g.median:11.1f}x")
+
+plot.per_kernel_cost(ks, {"eager": eager, "graph": graph},
+                     title="add_one chain: time per kernel (launches + one synchronize)")
+plt.show()
+assert eager[-1].median > 5 * graph[-1].median, "expected the graph to be much cheaper per kernel at large K"
+assert graph[-1].median < graph[0].median, "expected the graph's cost per kernel to fall with K"
+
+# %% [markdown]
+# ## The timeline: gaps between kernels
+#
+# Record 20 eager launches, then the same 20 kernels as one graph launch, and draw both. On the
+# eager timeline, each green kernel should be followed by idle time while the host prepares the
+# next launch; in the graph, the kernels should sit almost back to back.
+
+# %%
+K_TL = 20
+xt = labkit.to_device(x0)
+with timing.timeline() as rec_eager:
+    workloads.chain(K_TL, xt, s)
+    s.synchronize()
+
+with labkit.capture(s) as cap:
+    workloads.chain(K_TL, xt, s)
+ex_tl = cap.graph.instantiate(upload_stream=s)
+ex_tl.launch(s); s.synchronize()          # warm: the first launch is measured in notebook 03
+with timing.timeline() as rec_graph:
+    ex_tl.launch(s)
+    s.synchronize()
+
+fig, axes = plt.subplots(2, 1, figsize=(11, 6), constrained_layout=True)
+plot.timeline(rec_eager.timeline, ax=axes[0], title=f"{K_TL} eager launches")
+plot.timeline(rec_graph.timeline, ax=axes[1], title=f"the same {K_TL} kernels in one graph launch")
+plt.show()
+
+
+# %% [markdown]
+# The same thing in numbers: the time from one kernel's start to the next one's start, and how
+# long the kernels themselves ran. (On a GPU without CUPTI the timeline has no per-kernel spans,
+# and this cell says so.)
+
+# %%
+def kernel_spans(tl):
+    return sorted((sp for sp in tl.spans if sp.kind == "kernel"), key=lambda sp: sp.start_us)
+
+if rec_eager.timeline.source == "events":
+    print("no per-kernel spans without CUPTI:", rec_eager.timeline.note)
+else:
+    se, sg = kernel_spans(rec_eager.timeline), kernel_spans(rec_graph.timeline)
+    step_e = np.median(np.diff([sp.start_us for sp in se]))
+    step_g = np.median(np.diff([sp.start_us for sp in sg]))
+    run_e = np.median([sp.duration_us for sp in se])
+    print(f"eager: a kernel starts every {step_e:.2f} µs and runs {run_e:.2f} µs "
+          f"-> the GPU is idle {100 * (1 - run_e / step_e):.0f}% of the time")
+    print(f"graph: a kernel starts every {step_g:.2f} µs")
+    assert step_e > 5 * step_g, "expected eager kernels to start much further apart than graph kernels"
+
+# %% [markdown]
+# ## Where the time goes
+#
+# Time the same work two ways: **submit only** (the host launches and returns, no
+# synchronize) and **submit + sync** (until the GPU has finished). For K = 200 kernels:
+#
+# * eager, submit only: the host's cost per launch, which is numba's dispatch (checking argument
+#   types, finding the compiled kernel, flattening every array into kernel parameters) plus the
+#   driver's launch call;
+# * eager, submit + sync: if it is close to submit-only, the host is the bottleneck: the GPU
+#   finishes each tiny kernel long before the next one arrives;
+# * graph, submit only: one `cudaGraphLaunch` for all 200 kernels;
+# * graph, submit + sync: the GPU's own time for 200 kernels back to back, plus one launch.
+#
+# The last column is GPU time from a CUDA event pair around the work. For eager launches it counts
+# the GPU's idle gaps too, since the stream is "busy" from the first event until the last.
+
+# %%
+K = SZ["kernels"]
+with labkit.capture(s) as cap:
+    workloads.chain(K, x, s)
+g200 = cap.graph
+ex200 = g200.instantiate(upload_stream=s)
+
+def eager_run():
+    workloads.chain(K, x, s)
+
+def graph_run():
+    ex200.launch(s)
+
+costs = {
+    "eager: submit only": timing.measure(eager_run, per=K, warmup=WARMUP, repeat=REPEAT),
+    "eager: submit + sync": timing.measure(eager_run, sync=s, per=K, warmup=WARMUP, repeat=REPEAT),
+    "graph: submit only": timing.measure(graph_run, per=K, warmup=WARMUP, repeat=REPEAT),
+    "graph: submit + sync": timing.measure(graph_run, sync=s, per=K, warmup=WARMUP, repeat=REPEAT),
+}
+s.synchronize()
+gpu_eager = timing.gpu_measure(eager_run, s, per=K, warmup=1, repeat=REPEAT).median
+gpu_graph = timing.gpu_measure(graph_run, s, per=K, warmup=1, repeat=REPEAT).median
+
+for name, st in costs.items():
+    print(f"{name:22} {st.median:8.2f} µs per kernel")
+print(f"{'one graph launch':22} {costs['graph: submit only'].median * K:8.2f} µs of host time for all {K} kernels")
+print(f"GPU time per kernel (events): eager {gpu_eager:.2f} µs, graph {gpu_graph:.2f} µs")
+
+plot.bars({k: v for k, v in costs.items()}, ylabel="time per kernel (µs)", log=True,
+          title=f"{K} add_one kernels: submitting vs finishing")
+plt.show()
+assert costs["eager: submit only"].median > 0.7 * costs["eager: submit + sync"].median, \
+    "expected eager launches to be host-bound (submitting takes most of the time)"
+assert costs["graph: submit only"].median * 10 < costs["eager: submit only"].median, \
+    "expected one graph launch to cost the host far less per kernel than eager launches"
+
+# %% [markdown]
+# Read it this way: for eager launches the host is the bottleneck, so the GPU waits between
+# kernels, and the event-measured GPU time per kernel is about the host's launch cost, not the
+# kernel's run time. The graph pays the host cost once per *graph*, and then the GPU runs the
+# kernels back to back. A compiled C++ launch skips numba's Python-side work and is cheaper, but it
+# still pays the driver's launch once per kernel.
+
+# %% [markdown]
+# ## Numba's share, measured: prepared launches
+#
+# How much of an eager launch is numba and how much is the driver? Take numba out of the loop:
+# `labkit.prepare(kernel, grid, block, stream, *args)` does numba's per-call work once (typing the
+# arguments, finding the compiled kernel, flattening each array into the pointer, shape and stride
+# values the kernel receives) and keeps the finished parameter block. Calling the result is then
+# a single `cuLaunchKernel`, which is what a C++ `<<<>>>` launch also comes down to. Its arguments
+# can be swapped for others of the same dtype and shape (`p(other_x)`); anything else is refused
+# rather than launched wrongly.
+#
+# Three ways to run the same K kernels, each timed until the GPU is done: numba's eager launch,
+# the prepared launch, and the graph replay from above.
+
+# %%
+prep = labkit.prepare(workloads.add_one, 4, 256, s, x)    # numba's work, done once
+
+def prepared_run():
+    for _ in range(K):
+        prep()
+
+xp = labkit.to_device(x0)
+prep(xp); prep(xp); s.synchronize()                      # rebound to xp: check it computes x + 2
+assert np.array_equal(xp.copy_to_host(), x0 + 2)
+prep(x)                                                  # back to x
+
+three = {
+    "eager (numba)": costs["eager: submit + sync"],
+    "prepared launch": timing.measure(prepared_run, sync=s, per=K, warmup=WARMUP, repeat=REPEAT),
+    "graph replay": costs["graph: submit + sync"],
+}
+for name, st in three.items():
+    print(f"{name:16} {st.median:7.2f} µs per kernel")
+numba_share = three["eager (numba)"].median - three["prepared launch"].median
+print(f"numba's dispatch: {numba_share:.2f} µs of each {three['eager (numba)'].median:.2f} µs eager launch "
+      f"({numba_share / three['eager (numba)'].median:.0%})")
+plot.bars(three, ylabel="time per kernel (µs)", log=True,
+          title=f"{K} add_one kernels: numba eager, prepared, graph")
+plt.show()
+assert three["prepared launch"].median < 0.6 * three["eager (numba)"].median, \
+    "expected a prepared launch to cost well under numba's eager launch"
+assert three["graph replay"].median < three["prepared launch"].median, \
+    "expected a graph replay to beat even prepared launches per kernel"
+
+# %%
+xq = labkit.to_device(x0)
+prep_tl = labkit.prepare(workloads.add_one, 4, 256, s, xq)
+prep_tl(); s.synchronize()
+with timing.timeline() as rec_prep:
+    for _ in range(K_TL):
+        prep_tl()
+    s.synchronize()
+fig, axes = plt.subplots(3, 1, figsize=(11, 8), constrained_layout=True)
+plot.timeline(rec_eager.timeline, ax=axes[0], title=f"{K_TL} eager numba launches")
+plot.timeline(rec_prep.timeline, ax=axes[1], title=f"{K_TL} prepared launches")
+plot.timeline(rec_graph.timeline, ax=axes[2], title=f"{K_TL} kernels in one graph launch")
+xmax = max(a.get_xlim()[1] for a in axes)
+for a in axes:
+    a.set_xlim(0, xmax)                                   # one time axis: lengths compare directly
+plt.show()
+if rec_prep.timeline.source != "events":
+    sp = kernel_spans(rec_prep.timeline)
+    print(f"prepared: a kernel starts every {np.median(np.diff([k.start_us for k in sp])):.2f} µs")
+
+# %% [markdown]
+# Prepared launches remove numba's share but not the driver's: each kernel still costs one
+# `cuLaunchKernel` of host time, several times a tiny kernel's run time, so gaps remain, only
+# narrower. A graph removes the per-kernel launch itself. Prepared launches are still worth
+# knowing: they are the fast path for work that cannot be captured (its shape or its control
+# flow changes every time), and they can be captured too, becoming ordinary kernel nodes.
+
+# %% [markdown]
+# ## When the GPU is the bottleneck
+#
+# Now make each kernel long: `workloads.busy(x, iters)` loops `iters` times per thread. First find
+# how long one iteration takes on this backend (replayed back to back, so no host gaps count),
+# then pick `iters` so a kernel runs about 300 µs, far longer than a launch.
+
+# %%
+from labkit.course.kernels_extra import kernel_gpu_us
+
+PROBE = 10_000
+xb = labkit.to_device(x0)
+probe_us = kernel_gpu_us(lambda st: workloads.busy[4, 256, st](xb, PROBE), s)
+ITERS = max(1, int(PROBE * 300.0 / probe_us))
+print(f"busy(x, {PROBE}) runs {probe_us:.1f} µs on the GPU -> ITERS = {ITERS} for about 300 µs")
+
+K_LONG = 20
+def long_chain():
+    for _ in range(K_LONG):
+        workloads.busy[4, 256, s](xb, ITERS)
+
+with labkit.capture(s) as cap:
+    long_chain()
+ex_long = cap.graph.instantiate(upload_stream=s)
+eager_long = timing.measure(long_chain, sync=s, per=K_LONG, warmup=1, repeat=5)
+graph_long = timing.measure(lambda: ex_long.launch(s), sync=s, per=K_LONG, warmup=1, repeat=5)
+print(f"long kernels: eager {eager_long.median:.1f} µs per kernel, graph {graph_long.median:.1f} µs "
+      f"-> the graph saves {100 * (1 - graph_long.median / eager_long.median):.1f}%")
+assert eager_long.median < 1.15 * graph_long.median, "expected the graph to save little on long kernels"
+
+# %%
+with timing.timeline() as rec_long:
+    for _ in range(5):
+        workloads.busy[4, 256, s](xb, ITERS)
+    s.synchronize()
+plot.timeline(rec_long.timeline, title="Five eager launches of a long kernel")
+plt.show()
+tl = rec_long.timeline
+if tl.source != "events":
+    row = [r for r in tl.rows() if r != "CPU"][0]
+    frac = tl.busy_fraction(row)
+    print(f"the GPU was busy {frac:.0%} of the time between the first kernel's start and the last one's end")
+    assert frac > 0.9, "expected no gaps between long kernels"
+
+# %% [markdown]
+# The host now launches the next kernel while the GPU is still running the previous one, so the
+# launches hide behind the work: the queue never empties and the gaps vanish. A graph can only
+# remove launch overhead; when there is none left to see, it has nothing to give.
+#
+# ## Summary
+#
+# * Eager launches from Python cost the host a roughly fixed time per kernel, mostly numba's
+#   dispatch; with tiny kernels the GPU sits idle between them.
+# * Most of an eager numba launch is numba's own dispatch: a prepared launch (`labkit.prepare`)
+#   does that work once and costs about a C++ launch, but still one launch per kernel.
+# * A graph pays the host cost once per launch, so its cost per kernel falls with K toward the
+#   GPU's own time per kernel.
+# * Submitting vs finishing tells you who the bottleneck is: if submit ≈ submit + sync, it is the
+#   host.
+# * With long kernels the GPU is the bottleneck, the gaps disappear and a graph gains little.
+#
+# ## Exercise
+#
+# Find an `iters` for `busy(x, iters)` at which eager launches keep the GPU busy at least 80% of the
+# time. The check launches 10 eager `busy` kernels, measures their GPU time and their wall time,
+# and tells you the ratio. Hint: compare the eager launch cost measured above with `probe_us`, the
+# GPU time of `busy` at `PROBE` iterations.
+
+# %% tags=["starter"]
+iters = 10      # loop iterations per thread in busy(x, iters): change this
+
+# %% tags=["solution"]
+# A kernel several times longer than one eager launch keeps the GPU busy.
+launch_us = costs["eager: submit only"].median
+iters = int(PROBE * 5 * launch_us / probe_us)
+print("iters =", iters)
+
+# %% tags=["check"]
+from labkit.course.exercises.nb01 import check_gpu_bound
+check_gpu_bound(iters)

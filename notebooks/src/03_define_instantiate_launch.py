@@ -1,0 +1,319 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 03 — Define, instantiate, launch: what a graph costs, and when it pays
+#
+# **Prerequisites:** notebooks 01 (launch costs) and 02 (capture).
+#
+# **Learning goals**
+#
+# 1. Separate the costs of a graph's life (capture, instantiate, upload, launch) and see how each
+#    grows with the graph's size, from 1 to 1000 nodes.
+# 2. See why the first launch of a new executable is slower than the next ones, and what
+#    `cudaGraphUpload` changes.
+# 3. Compute and plot when a graph has paid for its setup (break-even).
+# 4. Build the same graph node by node with the explicit graph API and compare it with capture.
+# 5. Know where graphs stop helping: a single long kernel, a one-kernel graph, and kernel fusion.
+#
+# About 30 minutes.
+
+# %%
+import labkit            # first: it chooses the backend before numba.cuda is imported
+import numpy as np
+import matplotlib.pyplot as plt
+from labkit import rt, check, timing, plot
+from labkit.course import workloads
+
+print("backend :", labkit.backend, f"({labkit.backend_reason})")
+print("device  :", labkit.device_name())
+print("figures :", labkit.provenance())
+
+from labkit import explicit
+from labkit.course import kernels_extra
+
+SZ = workloads.sizes()
+REPEAT, WARMUP = SZ["repeat"], SZ["warmup"]
+s = labkit.Stream()
+x0 = np.zeros(1024, np.float32)
+x = labkit.to_device(x0)
+
+# %% [markdown]
+# ## The phases, separated
+#
+# `timing.graph_phases(record, stream)` warms `record` up eagerly, then, several times: captures it,
+# instantiates it, launches the fresh executable once (first launch), instantiates a second one
+# and uploads it before its first launch, and finally times steady launches. Each phase is timed
+# on its own, launches including a synchronize.
+#
+# What to look for: capture from Python costs about as much as running the same launches eagerly
+# (numba still prepares every launch); instantiate grows with the number of nodes; the steady
+# launch is the cheap part.
+
+# %%
+SIZES = [1, 10, 100, 200, 1000]
+phases = {}
+for n in SIZES:
+    phases[n] = timing.graph_phases(lambda st, n=n: workloads.chain(n, x, st), s, repeat=3, steady=10)
+
+names = ["capture", "instantiate", "upload", "first_launch", "uploaded_first_launch", "steady_launch"]
+print(f"{'nodes':>5} " + " ".join(f"{n:>22}" for n in names))
+for n in SIZES:
+    print(f"{n:5d} " + " ".join(f"{phases[n][k].median:19.1f} µs" for k in names))
+print("instantiate per node at 1000 nodes:", f"{phases[1000]['instantiate'].median / 1000:.2f} µs")
+
+plot.phase_costs(SIZES, {
+    "capture": [phases[n]["capture"] for n in SIZES],
+    "instantiate": [phases[n]["instantiate"] for n in SIZES],
+    "upload": [phases[n]["upload"] for n in SIZES],
+    "first launch": [phases[n]["first_launch"] for n in SIZES],
+    "steady launch": [phases[n]["steady_launch"] for n in SIZES],
+}, title="add_one chain: the phases of a graph's life")
+plt.show()
+assert phases[1000]["instantiate"].median > 5 * phases[1]["instantiate"].median, \
+    "expected instantiation to grow with the graph's size"
+assert phases[1000]["steady_launch"].median < phases[1000]["capture"].median, \
+    "expected a steady launch to be cheaper than capturing the same work"
+
+# %% [markdown]
+# ## First launch, upload, steady launch
+#
+# An executable graph must be copied to the device before it can run. `cudaGraphLaunch` of a fresh
+# executable does that implicitly, so the first launch costs more than the next; `cudaGraphUpload`
+# (`GraphExec.upload(stream)`, or `instantiate(upload_stream=...)`) does it ahead of time, off the
+# critical path of the first request. What to look for: the first launch above the steady one, and
+# the launch that follows an upload close to the steady one.
+
+# %%
+big = phases[1000]
+vals = {"first launch": big["first_launch"], "upload": big["upload"],
+        "then launch": big["uploaded_first_launch"], "steady launch": big["steady_launch"]}
+for k, v in vals.items():
+    print(f"{k:14} {v.median:9.1f} µs")
+plot.bars(vals, ylabel="time (µs)", title="1000-node graph: first launch vs upload + launch vs steady")
+plt.show()
+assert big["first_launch"].median > big["steady_launch"].median, "expected the first launch to cost more"
+assert big["uploaded_first_launch"].median < big["first_launch"].median, \
+    "expected a launch after upload to be cheaper than a first launch without upload"
+
+# %% [markdown]
+# ## Break-even
+#
+# A graph is worth it once its one-off setup has been paid back by cheaper iterations:
+# `setup / (eager iteration - graph iteration)`. For the K = 200 chain, setup = capture +
+# instantiate + upload, measured above.
+
+# %%
+K = SZ["kernels"]
+ph = phases[K]
+setup_us = ph["capture"].median + ph["instantiate"].median + ph["upload"].median
+eager_iter_us = timing.measure(lambda: workloads.chain(K, x, s), sync=s, warmup=WARMUP, repeat=REPEAT).median
+graph_iter_us = ph["steady_launch"].median
+be = plot.breakeven(setup_us, eager_iter_us, graph_iter_us)
+print(f"setup {setup_us:.0f} µs, eager {eager_iter_us:.0f} µs/iter, graph {graph_iter_us:.0f} µs/iter "
+      f"-> break-even after {be:.2f} iterations")
+plot.amortization(setup_us, eager_iter_us, graph_iter_us, max(10, int(4 * be) + 1),
+                  title=f"{K}-kernel chain: when does the graph pay off?")
+plt.show()
+assert be is not None and be < 10, "expected a 200-kernel graph to pay off within a few iterations"
+
+# %% [markdown]
+# ## Built node by node: the explicit graph API
+#
+# Instead of capturing, a graph can be built directly: `cudaGraphCreate`, then one `cudaGraphAdd*Node`
+# call per node, each naming the nodes it depends on. `labkit.explicit` wraps this. Empty and
+# memcpy nodes go straight through `labkit.rt`. A kernel node needs numba's parameter buffer, so
+# `explicit.add_kernel_node` lets numba prepare one launch (captured into a scratch graph) and adds a
+# node with the same parameters to *your* graph; on the simulator it uses the simulated runtime's
+# kernel node. Here: 5 `add_one` nodes in a chain, then a memcpy node copying the result to a
+# pinned host buffer.
+
+# %%
+xe = labkit.to_device(x0)
+host_e = labkit.pinned_array(1024)
+ge = explicit.new_graph()
+prev = []
+for _ in range(5):
+    prev = [explicit.add_kernel_node(ge, prev, workloads.add_one, 4, 256, xe)]
+explicit.add_memcpy_node(ge, prev, host_e.ctypes.data, xe.device_ctypes_pointer.value, host_e.nbytes,
+                         rt.cudaMemcpyKind.cudaMemcpyDeviceToHost)
+print(ge, ge.node_kinds())
+plot.graph_dag(ge, title="Built node by node")
+plt.show()
+with ge.instantiate(upload_stream=s) as ex_e:
+    ex_e.launch(s)
+    s.synchronize()
+np.testing.assert_array_equal(host_e, x0 + 5)
+print("explicit graph computed x + 5")
+ge.close()
+
+# %% [markdown]
+# Now the same 100-node chain both ways. What must agree on both backends: the same nodes and
+# edges, the same instantiate and launch cost, the same result. The build times differ by backend
+# and are printed, not asserted: on the simulator an explicit kernel node is one cheap runtime
+# call; on a GPU, labkit's explicit kernel node includes numba preparing a launch into a scratch
+# graph, so it costs at least as much as capturing. From Python, what the explicit API buys is
+# control of the shape (any DAG, without streams and events), not a cheaper build.
+
+# %%
+NE = 100
+xa, xb = labkit.to_device(x0), labkit.to_device(x0)
+t0 = labkit.host_us()
+g_exp = explicit.chain_graph(workloads.add_one, NE, 4, 256, xa)
+t_build = labkit.host_us() - t0
+t0 = labkit.host_us()
+with labkit.capture(s) as cap:
+    workloads.chain(NE, xb, s)
+g_cap = cap.graph
+t_capture = labkit.host_us() - t0
+assert g_exp.node_kinds() == g_cap.node_kinds() and sorted(g_exp.edges) == sorted(g_cap.edges)
+
+res = {}
+for name, g in (("explicit", g_exp), ("captured", g_cap)):
+    t0 = labkit.host_us()
+    ex = g.instantiate()
+    t_inst = labkit.host_us() - t0
+    ex.upload(s)
+    launch = timing.measure(lambda: ex.launch(s), sync=s, warmup=WARMUP, repeat=REPEAT)
+    res[name] = (t_inst, launch.median)
+    ex.close()
+np.testing.assert_array_equal(xa.copy_to_host(), xb.copy_to_host())
+print(f"build: explicit {t_build:.0f} µs, capture {t_capture:.0f} µs")
+for name, (ti, tl) in res.items():
+    print(f"{name:9} instantiate {ti:7.1f} µs   steady launch {tl:7.1f} µs")
+ratio = res["explicit"][1] / res["captured"][1]
+assert 0.5 < ratio < 2, "expected the same graph to launch at the same cost however it was built"
+g_exp.close(); g_cap.close()
+
+# %% [markdown]
+# ## Where graphs stop helping
+#
+# A graph removes *launch* cost. Three cases where that is not what limits you.
+#
+# ### A single long kernel, and a one-kernel graph
+#
+# One long `busy` kernel (about 300 µs), and one tiny `add_one`, each launched eagerly and as a
+# one-node graph. What to look for: for the long kernel the two are nearly equal, since the launch
+# is a small part of the time. For the tiny kernel a graph saves at most one launch's host cost
+# per iteration, which from Python is numba's dispatch, but it costs a capture and an instantiation
+# first.
+
+# %%
+PROBE = 10_000
+xl = labkit.to_device(x0)
+probe_us = kernels_extra.kernel_gpu_us(lambda st: workloads.busy[4, 256, st](xl, PROBE), s)
+ITERS = max(1, int(PROBE * 300.0 / probe_us))
+
+def one_graph(launch):
+    launch()
+    s.synchronize()
+    with labkit.capture(s) as cap:
+        launch()
+    return cap.graph, cap.graph.instantiate(upload_stream=s)
+
+rows = {}
+for name, launch in (("one long kernel", lambda: workloads.busy[4, 256, s](xl, ITERS)),
+                     ("one tiny kernel", lambda: workloads.add_one[4, 256, s](xl))):
+    g, ex = one_graph(launch)
+    e = timing.measure(launch, sync=s, warmup=WARMUP, repeat=REPEAT).median
+    gr = timing.measure(lambda: ex.launch(s), sync=s, warmup=WARMUP, repeat=REPEAT).median
+    rows[name] = (e, gr)
+    ex.close(); g.close()
+    print(f"{name:16} eager {e:8.1f} µs   graph {gr:8.1f} µs   saving {e - gr:6.1f} µs per iteration")
+e, gr = rows["one long kernel"]
+assert abs(e - gr) < 0.25 * e, f"expected a graph to change little for one long kernel (eager {e:.1f} µs, graph {gr:.1f} µs)"
+print("setup of a one-node graph (capture + instantiate):",
+      f"{phases[1]['capture'].median + phases[1]['instantiate'].median:.0f} µs")
+
+# %% [markdown]
+# ### Kernel fusion: the graph removes launches, not memory round trips
+#
+# K = 50 `add_one` kernels over a large array each read the whole array from memory and write it
+# back. A graph runs them back to back but each still does its round trip. A *fused* kernel,
+# `kernels_extra.add_k(x, K)`, reads each element once, adds 1 K times in a register, and writes it
+# once. What to look for: the graph close to eager here (each kernel is long enough to hide its
+# launch), and the fused kernel far below both.
+
+# %%
+F = kernels_extra.fusion_sizes()
+n, grid, block, KF = F["n"], F["grid"], F["block"], F["k"]
+xf0 = np.zeros(n, np.float32)
+xu, xg, xfz = labkit.to_device(xf0), labkit.to_device(xf0), labkit.to_device(xf0)
+
+def unfused(arr):
+    for _ in range(KF):
+        workloads.add_one[grid, block, s](arr)
+
+def fused(arr):
+    kernels_extra.add_k[grid, block, s](arr, KF)
+
+unfused(xu); fused(xfz); s.synchronize()     # also the warm-up
+np.testing.assert_array_equal(xu.copy_to_host(), xfz.copy_to_host())
+print(f"fused and unfused both give x + {KF}")
+
+with labkit.capture(s) as cap:
+    unfused(xg)
+ex_f = cap.graph.instantiate(upload_stream=s)
+t = {
+    f"eager ({KF} kernels)": timing.measure(lambda: unfused(xu), sync=s, warmup=1, repeat=F["repeat"]),
+    f"graph ({KF} nodes)": timing.measure(lambda: ex_f.launch(s), sync=s, warmup=1, repeat=F["repeat"]),
+    "fused (1 kernel)": timing.measure(lambda: fused(xfz), sync=s, warmup=1, repeat=F["repeat"]),
+}
+mb = xf0.nbytes / 2**20
+print(f"array {mb:.0f} MiB: unfused moves {2 * KF * mb:.0f} MiB through memory, fused {2 * mb:.0f} MiB")
+for k, v in t.items():
+    print(f"{k:18} {v.median:9.1f} µs")
+plot.bars(t, ylabel="time per iteration (µs)", log=True, title=f"{KF} additions over {mb:.0f} MiB")
+plt.show()
+te, tg, tf = (v.median for v in t.values())
+assert tg <= 1.1 * te, "expected the graph to be no slower than eager"
+assert 5 * tf < tg, "expected the fused kernel to beat the graph of small kernels by far"
+ex_f.close()
+
+# %% [markdown]
+# ## Summary
+#
+# * A graph has a one-off setup (capture, instantiate, upload) that grows with its size, and a
+#   cheap steady launch.
+# * The first launch of a fresh executable includes the upload; `upload` moves it off the first
+#   request.
+# * Break-even = setup / saving per iteration; for a chain of tiny kernels it comes within a few
+#   iterations.
+# * Capture and explicit construction give the same graph; the explicit API is about controlling
+#   the shape.
+# * Graphs remove launch cost. For long kernels there is little to remove; for one kernel there is
+#   at most one launch to save; and the memory traffic between small kernels is only removed by
+#   fusing them.
+#
+# ## Exercise
+#
+# For the 10-kernel chain (`phases[10]`), compute after how many iterations its graph pays off,
+# counting the whole setup. The starting code misses part of the setup and divides by the wrong
+# quantity. `check_breakeven` compares your number with the right one.
+
+# %% tags=["starter"]
+ph = phases[10]
+setup10 = ph["instantiate"].median           # is that all the setup?
+eager10 = timing.measure(lambda: workloads.chain(10, x, s), sync=s, warmup=WARMUP, repeat=REPEAT).median
+graph10 = ph["steady_launch"].median
+my_breakeven = setup10 / eager10
+print(f"break-even after {my_breakeven:.2f} iterations")
+
+# %% tags=["solution"]
+ph = phases[10]
+setup10 = ph["capture"].median + ph["instantiate"].median + ph["upload"].median
+eager10 = timing.measure(lambda: workloads.chain(10, x, s), sync=s, warmup=WARMUP, repeat=REPEAT).median
+graph10 = ph["steady_launch"].median
+my_breakeven = setup10 / (eager10 - graph10)
+print(f"break-even after {my_breakeven:.2f} iterations")
+
+# %% tags=["check"]
+from labkit.course.exercises.nb03 import check_breakeven
+ph = phases[10]
+check_breakeven(my_breakeven, ph["capture"].median + ph["instantiate"].median + ph["upload"].median,
+                eager10, graph10)

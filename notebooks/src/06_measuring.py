@@ -1,0 +1,408 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 06 — Measuring in practice
+#
+# **Prerequisites:** notebooks 01–05 (eager launches, capture, instantiation and amortization,
+# multi-stream graphs, graph update).
+#
+# **You will learn to**
+# - keep warm-up (JIT compilation, module load, allocation, graph upload) out of steady-state figures;
+# - drive a seeded request loop and report p50/p95/p99 latency, throughput and CPU utilization, eager against graph;
+# - find and remove synchronizations that cost time and buy nothing;
+# - compare two versions in alternating rounds, so the host's drift cannot pick the winner;
+# - recognise the workloads where a graph does **not** pay, and decide with a short checklist.
+
+# %%
+import numpy as np
+import labkit
+from labkit import rt, check, timing, plot
+from labkit.course import workloads
+from labkit.course.workloads import add_one, busy, chain
+from numba import cuda
+
+print("backend:", labkit.backend, "|", labkit.device_name(), "|", labkit.provenance())
+SZ = workloads.sizes()
+stream = labkit.Stream()
+
+
+# %% [markdown]
+# ## 1. Warm-up is not steady state
+#
+# The first call of a kernel pays for things later calls do not: numba compiles the kernel (JIT)
+# and the driver loads the module; the first request of a server also allocates its buffers; a
+# graph that was never uploaded pays the upload at its first launch. We time the first call and
+# the later ones separately with `labkit.host_us`.
+#
+# **Honest note on the simulator:** it does not model numba's JIT or module loading (the
+# kernel's Python is not compiled there), so on `sim` the first and later kernel calls cost the
+# same. What it *does* model is `cudaMalloc` and a graph's first-launch upload. On a GPU all of
+# it is measured. The kernel below is new to this process, so on a GPU its first call includes
+# the compilation.
+
+# %%
+def _bump_ref(grid, block, x):
+    x[: min(x.size, grid[0] * block[0])] += 2.0
+
+@labkit.kernel(reference=_bump_ref)
+def bump(x):                       # defined here, so nothing has compiled it yet
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] += 2.0
+
+def request(x):
+    for _ in range(10):
+        bump[4, 256, stream](x)
+    stream.synchronize()
+
+x = labkit.to_device(np.zeros(1024, np.float32))
+t0 = labkit.host_us(); request(x); first_us = labkit.host_us() - t0
+steady = timing.measure(lambda: request(x), warmup=0, repeat=SZ["repeat"], label="steady")
+print(f"first request: {first_us:.0f} µs   steady median: {steady.median:.0f} µs "
+      f"(ratio {first_us / steady.median:.1f}x)")
+if labkit.backend == "cuda":
+    assert first_us > 5 * steady.median, "on a GPU the first call should include the JIT"
+else:
+    print("simulator: JIT and module load are not modelled, so the ratio is about 1 here")
+
+
+# %% [markdown]
+# Allocation and graph upload are modelled on both backends. `cudaMalloc` of a workspace per
+# request, against reusing one allocated at start-up; and a graph's first launch without
+# `upload()`, against an uploaded first launch and the steady launch (`timing.graph_phases`).
+
+# %%
+def malloc_free():
+    p = check(rt.cudaMalloc(1 << 20)); check(rt.cudaFree(p))
+
+alloc = timing.measure(malloc_free, warmup=1, repeat=SZ["repeat"], label="cudaMalloc+cudaFree 1 MiB")
+ph = timing.graph_phases(lambda s: chain(50, x, s), stream, repeat=3, steady=10)
+warm = {"first kernel request": first_us, "steady kernel request": steady,
+        "cudaMalloc+Free 1 MiB": alloc, "graph 1st launch (no upload)": ph["first_launch"],
+        "graph 1st launch (uploaded)": ph["uploaded_first_launch"], "graph steady launch": ph["steady_launch"]}
+for k, v in warm.items():
+    print(f"{k:32s} {getattr(v, 'median', v):9.1f} µs")
+assert ph["first_launch"].median > ph["steady_launch"].median, "the first launch should pay the upload"
+plot.bars(warm, ylabel="host time (µs)", log=True, title="06-1 Warm-up costs vs steady state");
+
+# %% [markdown]
+# **Rule:** run every path once (better: a few times) before the clock starts, allocate at
+# start-up, and `upload()` graphs ahead of their first real use. `timing.measure` does the
+# warm-up for you (`warmup=`).
+
+# %% [markdown]
+# ## 2. A request loop: latency percentiles, throughput, CPU
+#
+# A server sees requests arriving at random times with random sizes. We draw them from a seeded
+# generator: sizes are 16, 32, 64 or 128 short kernels (think: a batch's sequence-length bucket),
+# arrivals are a Poisson process whose rate loads the *eager* server to about 70 %.
+#
+# Each request is served once, for real, and its service time measured; the arrivals are then
+# replayed against those service times as a single-worker FIFO queue, so a request's latency is
+# its waiting time plus its service time. For the graph server one graph per size bucket is
+# captured and uploaded at start-up (warm-up, section 1).
+
+# %%
+rng = np.random.default_rng(2024)
+N_REQ = SZ["requests"]
+BUCKETS = [16, 32, 64, 128]
+sizes = rng.choice(BUCKETS, size=N_REQ, p=[0.4, 0.3, 0.2, 0.1])
+xs = labkit.to_device(np.zeros(1024, np.float32))
+
+execs = {}
+for k in BUCKETS:
+    with labkit.capture(stream) as cap:
+        chain(k, xs, stream)
+    execs[k] = cap.graph.instantiate(upload_stream=stream)
+chain(1, xs, stream); stream.synchronize()          # warm-up of the eager path
+
+def serve(kind, k):
+    """Serve one request: (wall µs, CPU µs of the submission alone)."""
+    t0 = labkit.host_us()
+    _, cpu_submit = timing.wall_and_cpu(
+        (lambda: chain(k, xs, stream)) if kind == "eager" else (lambda: execs[k].launch(stream)))
+    stream.synchronize()
+    return labkit.host_us() - t0, cpu_submit
+
+service = {kind: np.array([serve(kind, int(k)) for k in sizes]) for kind in ("eager", "graph")}
+mean_eager = service["eager"][:, 0].mean()
+arrivals = np.cumsum(rng.exponential(mean_eager / 0.7, size=N_REQ))
+print(f"{N_REQ} requests; mean eager service {mean_eager:.0f} µs, "
+      f"mean graph service {service['graph'][:, 0].mean():.0f} µs")
+
+
+# %%
+def fifo(arrivals, service_us):
+    """Latency (wait + service) of each request through one FIFO worker, and the makespan."""
+    lat, free = np.empty_like(service_us), arrivals[0]
+    for i, (a, s) in enumerate(zip(arrivals, service_us)):
+        start = max(a, free)
+        free = start + s
+        lat[i] = free - a
+    return lat, free - arrivals[0]
+
+rows, lats = {}, {}
+for kind, sv in service.items():
+    lat, span = fifo(arrivals, sv[:, 0])
+    lats[kind] = timing.Stats(lat, label=kind)
+    rows[kind] = dict(p50=lats[kind].p50, p95=lats[kind].p95, p99=lats[kind].p99,
+                      throughput=N_REQ / span * 1e6,
+                      cpu_launch=sv[:, 1].sum() / span,       # CPU busy submitting work
+                      cpu_spin=sv[:, 0].sum() / span)         # + spin-waiting in synchronize
+print(f"{'':6s} {'p50 µs':>8s} {'p95 µs':>8s} {'p99 µs':>8s} {'req/s':>8s} {'CPU(launch)':>12s} {'CPU(+spin)':>11s}")
+for kind, r in rows.items():
+    print(f"{kind:6s} {r['p50']:8.0f} {r['p95']:8.0f} {r['p99']:8.0f} {r['throughput']:8.0f} "
+          f"{r['cpu_launch']:12.1%} {r['cpu_spin']:11.1%}")
+assert rows["graph"]["p99"] < rows["eager"]["p99"]
+assert rows["graph"]["cpu_launch"] < rows["eager"]["cpu_launch"]
+plot.latency_cdf(lats, logx=True, title="06-2 Request latency (wait + service), eager vs graph");
+
+# %% [markdown]
+# Read the table and the CDF together. Throughput is set by the arrivals (both servers keep
+# up), so it hardly differs; the difference is in the **tail**: eager requests queue behind slow
+# eager requests, which p95/p99 show far more than p50. `CPU(launch)` is the share of the
+# makespan one core spends submitting work — the graph's should be a small fraction of eager's.
+# `CPU(+spin)` adds the time spent inside `cudaStreamSynchronize`, which by default spins; that
+# part is not work and can be turned into sleep (blocking-sync scheduling) at some latency cost.
+
+# %% [markdown]
+# ## 3. Needless synchronizations
+#
+# A synchronize after each kernel makes the GPU wait for the CPU's next launch and the CPU wait
+# for the GPU: neither runs ahead. Three versions of the same 50-kernel chain:
+
+# %%
+K = 50
+def sync_each():
+    for _ in range(K):
+        add_one[4, 256, stream](x); stream.synchronize()
+def sync_end():
+    chain(K, x, stream); stream.synchronize()
+with labkit.capture(stream) as cap:
+    chain(K, x, stream)
+g50 = cap.graph.instantiate(upload_stream=stream)
+def graph_once():
+    g50.launch(stream); stream.synchronize()
+
+variants = {"sync after each": sync_each, "one sync at end": sync_end, "graph": graph_once}
+samples = {k: [] for k in variants}
+for r in range(3):                      # three rounds in alternating order (section 5 says why)
+    for k in (list(variants) if r % 2 == 0 else list(variants)[::-1]):
+        samples[k].extend(timing.measure(variants[k], warmup=2, repeat=SZ["repeat"]).samples)
+res = {k: timing.Stats(v, label=k) for k, v in samples.items()}
+for k, v in res.items():
+    print(f"{k:16s} median {v.median:8.1f} µs  ({v.median / K:.2f} µs per kernel)")
+assert res["sync after each"].median > res["one sync at end"].median > res["graph"].median
+plot.bars(res, ylabel=f"time for {K} kernels (µs)", title="06-3 Synchronizations removed");
+
+# %%
+import matplotlib.pyplot as plt
+for name in ("sync after each", "one sync at end", "graph"):
+    f = variants[name]; f()                    # warm
+    with timing.timeline(note=name) as rec:
+        f()
+    plot.timeline(rec.timeline, title=f"06-4 Timeline: {name}", max_labels=0)
+    plt.show()
+
+# %% [markdown]
+# In the first timeline the stream row shows a gap before every kernel: the GPU idles while
+# the CPU returns from the synchronize and launches again. With one synchronize the CPU runs
+# ahead and the GPU kernels are back to back, limited by the CPU's launch rate; the graph
+# removes the per-launch CPU cost too.
+
+# %% [markdown]
+# ## 4. When *not* to use a graph
+#
+# A graph removes per-launch CPU cost. Where there is little of it, or where the graph cannot be
+# reused, it buys nothing — or costs more:
+#
+# 1. **One long kernel:** the launch is a tiny fraction of the kernel's run time.
+# 2. **A one-kernel graph used once:** capture + instantiate costs more than the launch it saves.
+# 3. **A topology that changes every request:** re-capturing and instantiating per request
+#    gains little or nothing. With numba, recording a launch into a capture costs the host nearly
+#    as much as launching it (the dispatch is the same), and instantiate and one launch come on top;
+#    on the H200 the two came out within about a third of each other, in either order from one run
+#    to the next. The graph's advantage, paying the launches once and replaying many times, is gone.
+
+# %%
+ITERS = 1_000_000              # milliseconds of GPU work per launch
+xl = labkit.to_device(np.zeros(1024, np.float32))
+busy[4, 256, stream](xl, ITERS); stream.synchronize()
+with labkit.capture(stream) as cap:
+    busy[4, 256, stream](xl, ITERS)
+gl = cap.graph.instantiate(upload_stream=stream)
+def long_eager():
+    busy[4, 256, stream](xl, ITERS); stream.synchronize()
+def long_graph():
+    gl.launch(stream); stream.synchronize()
+le = timing.measure(long_eager, repeat=SZ["repeat"]); lg = timing.measure(long_graph, repeat=SZ["repeat"])
+gain = 1 - lg.median / le.median
+print(f"one long kernel: eager {le.median:.0f} µs, graph {lg.median:.0f} µs -> saves {gain:.1%}")
+assert gain < 0.05, "a graph should not matter for one long kernel"
+
+def one_eager():
+    add_one[4, 256, stream](x); stream.synchronize()
+def one_graph_fresh():
+    with labkit.capture(stream) as cap:
+        add_one[4, 256, stream](x)
+    with cap.graph as g, g.instantiate() as ex:
+        ex.launch(stream); stream.synchronize()
+oe = timing.measure(one_eager, repeat=SZ["repeat"]); og = timing.measure(one_graph_fresh, repeat=SZ["repeat"])
+print(f"one kernel: eager {oe.median:.1f} µs, capture+instantiate+launch {og.median:.1f} µs")
+assert og.median > oe.median
+
+def request_sizes():       # the same seeded sequence of sizes for both servers
+    return iter(np.random.default_rng(5).integers(10, 60, size=4 * SZ["repeat"] + 20))
+ks = request_sizes()
+def changing_eager():
+    chain(int(next(ks)), x, stream); stream.synchronize()
+ce = timing.measure(changing_eager, repeat=SZ["repeat"])
+ks = request_sizes()
+def changing_recapture():
+    k = int(next(ks))
+    with labkit.capture(stream) as cap:
+        chain(k, x, stream)
+    with cap.graph as g, g.instantiate() as ex:
+        ex.launch(stream); stream.synchronize()
+cr = timing.measure(changing_recapture, repeat=SZ["repeat"])
+print(f"changing topology: eager {ce.median:.0f} µs, re-capture per request {cr.median:.0f} µs")
+print(f"re-capture per request / eager: {cr.median / ce.median:.2f}")
+assert cr.median > 0.5 * ce.median, "expected re-capturing per request to save little over eager"
+plot.bars({"long: eager": le, "long: graph": lg, "1 kernel: eager": oe, "1 kernel: new graph": og,
+           "varying: eager": ce, "varying: re-capture": cr}, log=True,
+          ylabel="time per request (µs)", title="06-5 Where a graph does not pay");
+
+# %% [markdown]
+# ## 5. Comparing two versions fairly: rounds, in alternating order
+#
+# A GPU server's host does not run at one speed. Other tenants, the CPU's clock and where the
+# process was scheduled all move it, by more than the effect you may be trying to see: on the
+# course's H200, `python -m labkit bench` measured numba's eager launch at 22.8 µs per kernel in
+# one run and 51.4 µs in a run a few minutes later, same code, same machine; the graph replay
+# stayed at 0.84–0.86 µs in both. Measure version A for a minute, then version B, and the drift
+# lands on one side only.
+#
+# The remedy is cheap: measure in **rounds**, each round timing both versions, in alternating
+# order (A B, B A, A B, ...), and report each version's median over the rounds with its spread.
+# A ratio taken *within* a round compares two figures from the same minute. `python -m labkit
+# calibrate` works this way.
+
+# %%
+ROUNDS = 6
+K = 100
+with labkit.capture(stream) as cap:
+    chain(K, x, stream)
+g_rounds = cap.graph.instantiate(upload_stream=stream)
+versions = {"eager": lambda: chain(K, x, stream), "graph": lambda: g_rounds.launch(stream)}
+per_round = {name: [] for name in versions}
+for r in range(ROUNDS):
+    order = list(versions) if r % 2 == 0 else list(versions)[::-1]     # alternate
+    for name in order:
+        st = timing.measure(versions[name], sync=stream, per=K, repeat=max(5, SZ["repeat"] // 2))
+        per_round[name].append(st.median)
+ratios = np.array(per_round["eager"]) / np.array(per_round["graph"])
+for name, vals in per_round.items():
+    print(f"{name:6s} µs per kernel, round by round: " + "  ".join(f"{v:6.2f}" for v in vals))
+print("eager / graph within each round: " + "  ".join(f"{r:5.1f}x" for r in ratios))
+print(f"median over rounds: eager {np.median(per_round['eager']):.2f}, graph {np.median(per_round['graph']):.2f} µs")
+assert ratios.min() > 1, "the graph should win in every round"
+ax = plot.per_kernel_cost(range(1, ROUNDS + 1), per_round, logx=False,
+                          title=f"06-6 Eager and graph, {K} kernels, round by round")
+ax.set_xlabel("round"); ax.set_yscale("log")
+ax.set_ylim(min(map(min, per_round.values())) / 1.5, max(map(max, per_round.values())) * 1.5);
+
+# %% [markdown]
+# On the simulator every round gives the same figures: its clock is a model, and a model does
+# not drift. A GPU's rounds do move. The rounds that the packaged calibration measured on the H200
+# (`labkit/calibration/h200-bench.json`, the 200-kernel chain benchmark, one round every few
+# seconds) are drawn below as they were measured; on any backend this cell reads the file, it
+# does not measure.
+
+# %%
+import json
+from importlib import resources
+h200 = json.loads(resources.files("labkit").joinpath("calibration/h200-bench.json").read_text())
+rounds = h200["per_round"]
+shown = {"eager": rounds["eager_us_per_kernel"], "prepared": rounds["prepared_us_per_kernel"],
+         "graph": rounds["graph_us_per_kernel"]}
+for name, vals in shown.items():
+    lo, hi = min(vals), max(vals)
+    print(f"{name:8s} {lo:6.2f} .. {hi:6.2f} µs per kernel over {len(vals)} rounds "
+          f"(spread {hi / lo - 1:.0%})")
+source = (f"measured on {h200['device']} by `labkit calibrate` "
+          f"({h200['rounds']} rounds; labkit/calibration/h200-bench.json)")
+ax = plot.per_kernel_cost(range(1, h200["rounds"] + 1), shown, logx=False, provenance=source,
+                          title="06-7 The H200's rounds, as measured")
+ax.set_xlabel("round"); ax.set_yscale("log")
+ax.set_ylim(min(map(min, shown.values())) / 1.5, max(map(max, shown.values())) * 1.5);
+
+# %% [markdown]
+# Within one calibration run, a minute long, the rounds stay close to each other (the spreads
+# printed above), while separate runs minutes apart differed by up to 2× on the host's figures. So repeat whole
+# runs, not only samples, before you quote a host cost, and quote a range.
+
+# %% [markdown]
+# ## 6. A decision checklist
+#
+# Ask, in order — each question points at the figure that answers it:
+#
+# 1. **Is the CPU's launch cost a large part of the time?** Many kernels of a few µs each: yes
+#    (notebook 01's per-kernel cost figure; 06-3 here). One long kernel: no (06-5, "long").
+# 2. **Will the same graph run many times?** Compare the one-off capture + instantiate with the
+#    saving per replay: the break-even of notebook 03's amortization figure; a graph used once
+#    loses (06-5, "1 kernel").
+# 3. **Is the topology stable between runs?** Fixed shapes, or a few buckets captured ahead
+#    (06-2): yes. Only parameters change: update in place (notebook 05). The structure changes
+#    every request: stay eager (06-5, "varying"), or bucket the shapes.
+# 4. **Is the state device-resident?** Values that change each run (a position, a token) must be
+#    read from device memory by the kernels, not baked in as arguments (notebook 07).
+# 5. **Have you measured warm, with percentiles, in rounds?** Exclude the first call (06-1), look
+#    at p95/p99 under a realistic arrival pattern, not only the mean (06-2), and compare versions
+#    in alternating rounds (06-6).
+
+# %% [markdown]
+# ## Summary
+#
+# - First calls pay JIT, module load, allocation and graph upload: measure them apart (06-1).
+# - Under random arrivals the graph's lower service time shows most in the latency tail and in
+#   the CPU time spent launching (06-2).
+# - A synchronize after each kernel stalls both sides; one at the end lets the CPU run ahead; a
+#   graph also removes the per-launch cost (06-3, 06-4).
+# - A graph does not pay for one long kernel, for a graph used once, or for a topology that
+#   changes every request (06-5).
+# - The host's speed drifts: compare versions in alternating rounds and quote medians over rounds
+#   with their range (06-6, 06-7).
+#
+# ## Exercise: remove the needless waits
+#
+# `labkit.course.exercises.nb06.slow_update(x, stream)` launches 20 `add_one` kernels and, after each,
+# synchronizes and copies `x` to the host "to watch progress". Write `fast_update(x, stream)`
+# with the same result, at most 0.85× the time. Start from the copy below.
+
+# %% tags=["starter"]
+from labkit.course.exercises import nb06
+
+def fast_update(x, stream):
+    for _ in range(nb06.N_KERNELS):
+        add_one[4, 256, stream](x)
+        stream.synchronize()
+        x.copy_to_host()
+
+
+# %% tags=["solution"]
+from labkit.course.exercises import nb06
+
+def fast_update(x, stream):
+    for _ in range(nb06.N_KERNELS):
+        add_one[4, 256, stream](x)
+    stream.synchronize()            # once, at the end: the only wait the caller needs
+
+
+# %% tags=["check"]
+print(nb06.check_fewer_syncs(fast_update, stream))

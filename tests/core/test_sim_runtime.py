@@ -1,0 +1,92 @@
+"""The simulator is a runtime and nothing else: CUDA's names, CUDA's structs, CUDA's errors."""
+import gc
+
+import numpy as np
+import pytest
+from cuda.bindings import runtime as cuda_rt
+
+import labkit
+from labkit import rt
+from labkit.course import workloads as w
+
+pytestmark = pytest.mark.skipif(labkit.backend != "sim", reason="the simulator's runtime")
+E = rt.cudaError_t
+D2H = rt.cudaMemcpyKind.cudaMemcpyDeviceToHost
+
+
+def test_every_public_name_of_the_simulated_runtime_exists_in_cuda_bindings_runtime():
+    extra = sorted(n for n in dir(rt) if not n.startswith("_") and not hasattr(cuda_rt, n))
+    assert not extra, f"labkit.rt on sim has names cuda.bindings.runtime lacks: {extra}"
+    assert {"cudaGraphLaunch", "cudaGraphAddKernelNode", "cudaKernelNodeParams"} <= set(dir(rt))
+
+
+def test_a_name_cuda_lacks_is_an_attribute_error_and_an_unsimulated_call_raises():
+    with pytest.raises(AttributeError, match="cuda.bindings.runtime has no 'P'"):
+        rt.P
+    with pytest.raises(NotImplementedError, match="not part of labkit's simulated runtime"):
+        rt.cudaGraphAddHostNode
+    assert rt.cudaGraphInstantiateFlags is cuda_rt.cudaGraphInstantiateFlags   # data: CUDA's own
+
+
+def test_kernel_node_params_have_cudas_fields():
+    fields = {"func", "gridDim", "blockDim", "sharedMemBytes", "kernelParams", "extra"}
+    assert fields <= set(dir(cuda_rt.cudaKernelNodeParams()))
+    assert fields <= set(vars(rt.cudaKernelNodeParams()))
+
+
+def test_a_captured_kernel_node_reads_back_as_its_function_grid_and_block():
+    s = labkit.Stream()
+    x = labkit.to_device(np.zeros(64, np.float32))
+    with labkit.capture(s) as cap:
+        w.add_one[(2, 1), 32, s](x)
+    node = cap.graph.kernel_nodes()[0]
+    err, p = rt.cudaGraphKernelNodeGetParams(node)
+    assert err == E.cudaSuccess and p.func != 0
+    assert (p.gridDim.x, p.gridDim.y, p.blockDim.x) == (2, 1, 32)
+    assert len(p.kernelParams) == 1 and p.kernelParams[0].addr == x.device_ctypes_pointer.value
+    cap.graph.close(); s.close()
+
+
+def test_a_node_of_an_unregistered_function_is_invalid_device_function():
+    err, g = rt.cudaGraphCreate(0)
+    p = rt.cudaKernelNodeParams(func=12345)
+    assert rt.cudaGraphAddKernelNode(g, [], 0, p)[0] == E.cudaErrorInvalidDeviceFunction
+    rt.cudaGetLastError()
+    rt.cudaGraphDestroy(g)
+
+
+def test_cuda_free_frees_and_a_second_free_is_invalid_value():
+    err, ptr = rt.cudaMalloc(4096)
+    assert err == E.cudaSuccess
+    assert rt.cudaFree(ptr) == (E.cudaSuccess,)
+    out = np.empty(16, np.uint8)
+    assert rt.cudaMemcpy(out.ctypes.data, ptr, 16, D2H)[0] == E.cudaErrorInvalidValue
+    assert rt.cudaFree(ptr)[0] == E.cudaErrorInvalidValue
+    rt.cudaGetLastError()
+
+
+def test_replaying_a_raw_graph_after_its_array_was_collected_is_an_illegal_address():
+    s = labkit.Stream()
+    x = labkit.to_device(np.zeros(1024, np.float32))
+    w.add_one[4, 256, s](x)
+    assert rt.cudaStreamBeginCapture(s.handle, rt.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal)[0] == E.cudaSuccess
+    w.add_one[4, 256, s](x)
+    err, g = rt.cudaStreamEndCapture(s.handle)
+    err, ge = rt.cudaGraphInstantiate(g, 0)
+    assert rt.cudaGraphLaunch(ge, s.handle) == (E.cudaSuccess,)
+    del x
+    gc.collect()                      # numba frees a collected array; so does the simulator
+    assert rt.cudaGraphLaunch(ge, s.handle) == (E.cudaErrorIllegalAddress,)
+    rt.cudaGetLastError()
+    rt.cudaGraphExecDestroy(ge); rt.cudaGraphDestroy(g); s.close()
+
+
+def test_cudas_own_kernel_node_params_are_refused_loudly():
+    s = labkit.Stream()
+    x = labkit.to_device(np.zeros(64, np.float32))
+    with labkit.capture(s) as cap:
+        w.add_one[2, 32, s](x)
+    node = cap.graph.kernel_nodes()[0]
+    with pytest.raises(NotImplementedError, match="takes its own cudaKernelNodeParams"):
+        rt.cudaGraphKernelNodeSetParams(node, cuda_rt.cudaKernelNodeParams())
+    cap.graph.close(); s.close()
