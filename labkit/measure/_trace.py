@@ -10,19 +10,31 @@ traced call dearer).
 What a GPU trace adds, and how it is kept out of the picture (measured on the H200, see
 tests/measure/trace_honesty_probe.py and its log):
 
-- attaching CUPTI (~10 ms) happens before the picture starts, and detaching after it ends;
-- the first launch after kernel activity is enabled costs a few ms (CUPTI sets itself up
-  then): a warm-up launch of labkit's own tiny kernel absorbs it, before the picture starts;
-- with kernel activity on, an eager launch costs somewhat more (≈ 1-2×) and a graph launch
-  about 0.7 µs more per kernel node (CUPTI instruments each node). Both are measured at the
-  start of each trace, on labkit's own kernel and graph, untraced then traced, and the
-  timeline's note says what tracing adds.
+- attaching CUPTI (6-10 ms) happens before the picture starts, and detaching after it ends;
+- the first launch after kernel records are enabled costs 3.7 ms (CUPTI sets itself up then),
+  the next one still 110-260 µs, whichever kernel or graph it is: a few warm-up launches of
+  labkit's own tiny kernel and graphs absorb both, before the picture starts;
+- with kernel records on, an eager launch costs somewhat more (16 → 21-23 µs), a prepared one
+  barely (4.4 → 4.5-5.3 µs), and a graph launch a fixed part plus about 0.6 µs per kernel
+  node (a 200-node graph: 2 → 115-130 µs), since CUPTI instruments each node. Turning kernel
+  records off around a graph launch does not help: CUPTI attached, it still costs ~43 µs.
+  These are measured at the start of each trace, on labkit's probe kernel and graphs,
+  untraced then traced; the timeline's note says what tracing adds, and each graph launch's
+  estimated share is drawn hatched.
 """
 from __future__ import annotations
 
+import statistics
 import time
+from typing import NamedTuple
+
+import numpy as np
+from numba import cuda as numba_cuda
 
 from .. import _hostspans
+from .._capture import capture
+from .._kernel import Kernel, to_device
+from .._streams import Stream
 from ._spans import CPU_ROW, Span, Timeline
 
 # How a GPU trace records graph launches:
@@ -84,20 +96,20 @@ def clock_offset_ns(cupti_now) -> int:
 
 def gpu_timeline(host: list[_hostspans.HostSpan], records: list[Span], *,
                  begin_ns: int, offset_ns: int, t0_cupti_ns: int, note: str,
-                 warmup_names: tuple[str, ...] = (), added_per_node_us: float | None = None,
+                 warmup_names: tuple[str, ...] = (), graph_added: "GraphAdded | None" = None,
                  ) -> Timeline:
     """Put labkit's host spans (perf_counter ns) and CUPTI's spans (µs from ``t0_cupti_ns``)
     on one axis whose 0 is ``begin_ns``, the moment the block began.
 
     Device spans that ended before the block began (the warm-up) are dropped; CUPTI's API
     records (present only when asked for) stay where no labkit span covers them. With
-    ``added_per_node_us``, each graph launch's span carries the part the tracer added
-    (``added_us``: that cost times the executable's kernel nodes, at most the whole span).
+    ``graph_added``, each graph launch's span carries the part the tracer added (``added_us``:
+    that cost for the executable's kernel nodes, at most the whole span).
     """
     origin_us = (begin_ns + offset_ns - t0_cupti_ns) / 1e3   # the block's start, in CUPTI µs
     cpu = host_spans_to_spans(host, 1e-3, begin_ns)
-    if added_per_node_us is not None:
-        cpu = [_with_added(s, h, added_per_node_us) for s, h in zip(cpu, host)]
+    if graph_added is not None:
+        cpu = [_with_added(s, h, graph_added) for s, h in zip(cpu, host)]
     shifted = [Span(s.row, s.name, s.start_us - origin_us, s.end_us - origin_us, s.kind,
                     s.correlation_id, s.graph_id)
                for s in records if s.end_us >= origin_us and s.name not in warmup_names]
@@ -114,70 +126,92 @@ def kernel_node_count(graph_exec) -> int | None:
         return None
 
 
-def _with_added(span: Span, host: _hostspans.HostSpan, per_node_us: float) -> Span:
+class GraphAdded(NamedTuple):
+    """What a trace adds to one graph launch's host cost: ``fixed_us + per_node_us * nodes``."""
+
+    fixed_us: float
+    per_node_us: float
+
+    def of(self, nodes: int) -> float:
+        return max(self.fixed_us + self.per_node_us * nodes, 0.0)
+
+
+def _with_added(span: Span, host: _hostspans.HostSpan, added: GraphAdded) -> Span:
     if host.kind != "graph" or host.target is None:
         return span
     nodes = kernel_node_count(host.target)
     if not nodes:
         return span
-    added = min(span.duration_us, max(per_node_us, 0.0) * nodes)
-    return Span(span.row, span.name, span.start_us, span.end_us, span.kind, added_us=added)
+    share = min(span.duration_us, added.of(nodes))
+    return Span(span.row, span.name, span.start_us, span.end_us, span.kind, added_us=share)
+
+
+class ProbeCosts(NamedTuple):
+    """Median host µs of one call of each of the probe's kinds."""
+
+    eager: float
+    graph: float          # the NODES-node graph
+    graph1: float         # the one-node graph
 
 
 class TraceProbe:
-    """labkit's own tiny kernel and a ``NODES``-node graph of it, on a private stream and
-    buffer: launched at a trace's start to absorb CUPTI's first-launch cost, and timed
-    untraced and traced to measure what the trace adds in this process, now.
+    """labkit's own tiny kernel, a one-node and a ``NODES``-node graph of it, on a private
+    stream and buffer: launched at a trace's start to absorb CUPTI's set-up cost (the first few
+    launches after kernel records are enabled cost milliseconds, then ~100 µs, on the H200),
+    and timed untraced and traced to measure what the trace adds in this process, now.
 
-    Its records end before the block begins and carry ``NAME``, so they never reach the picture.
+    The launches go through labkit, as the course's do (an eager launch is numba's whole
+    dispatch). Its records end before the block begins and carry ``NAME``, so they never reach
+    the picture.
     """
 
     NAME = "_labkit_trace_probe"
     NODES = 20
     REPEAT = 3
+    WARM = 4              # launches of each kind at a trace's start, each waited for
 
     def __init__(self):
-        import numpy as np
-        from numba import cuda
-
-        from .._capture import capture
-
         def body(x):
-            i = cuda.grid(1)
+            i = numba_cuda.grid(1)
             if i < x.size:
                 x[i] += 1.0
         body.__name__ = body.__qualname__ = self.NAME   # numba's symbol, CUPTI's record name
-        self._kernel = cuda.jit(body)
-        self._stream = cuda.stream()
-        self._handle = int(self._stream.handle.value)
-        self._x = cuda.to_device(np.zeros(32, np.float32), stream=self._stream)
-        self._kernel[1, 32, self._stream](self._x)         # compile and load, once
+        self._kernel = Kernel(body)
+        self._stream = Stream()
+        self._x = to_device(np.zeros(32, np.float32))
+        self._launch = self._kernel[1, 32, self._stream]
+        self._launch(self._x)                           # compile and load, once
         self._stream.synchronize()
-        with capture(self._handle) as cap:
-            for _ in range(self.NODES):
-                self._kernel[1, 32, self._stream](self._x)
-        self._graph = cap.graph
-        self._exec = cap.graph.instantiate(upload_stream=self._handle)
-        self._exec.launch(self._handle)
+        self._graphs = []
+        for n in (self.NODES, 1):
+            with capture(self._stream) as cap:
+                for _ in range(n):
+                    self._launch(self._x)
+            ex = cap.graph.instantiate(upload_stream=self._stream)
+            ex.launch(self._stream)
+            self._graphs.append((cap.graph, ex))
         self._stream.synchronize()
 
     def eager(self) -> None:
-        self._kernel[1, 32, self._stream](self._x)
+        self._launch(self._x)
 
     def graph(self) -> None:
-        self._exec.launch(self._handle)
+        self._graphs[0][1].launch(self._stream)
+
+    def graph1(self) -> None:
+        self._graphs[1][1].launch(self._stream)
 
     def warm(self) -> None:
-        """One launch of each kind, waited for: CUPTI's first-launch cost lands here."""
-        self.eager()
-        self.graph()
-        self._stream.synchronize()
+        """A few launches of each kind, each waited for: CUPTI's set-up cost lands here."""
+        for _ in range(self.WARM):
+            for fn in (self.eager, self.graph, self.graph1):
+                fn()
+                self._stream.synchronize()
 
-    def host_costs_us(self) -> tuple[float, float]:
-        """Median host µs of one eager launch and of one graph launch (each then waited for)."""
-        import statistics
+    def host_costs_us(self) -> ProbeCosts:
+        """Median host µs of one call of each kind (each then waited for, untimed)."""
         out = []
-        for fn in (self.eager, self.graph):
+        for fn in (self.eager, self.graph, self.graph1):
             samples = []
             for _ in range(self.REPEAT):
                 t0 = time.perf_counter_ns()
@@ -185,32 +219,42 @@ class TraceProbe:
                 samples.append((time.perf_counter_ns() - t0) / 1e3)
                 self._stream.synchronize()
             out.append(statistics.median(samples))
-        return out[0], out[1]
+        return ProbeCosts(*out)
 
 
 _probe: TraceProbe | None = None
 
 
 def trace_probe() -> TraceProbe:
-    """The process's `TraceProbe`, built on first use (a JIT compile and a capture)."""
+    """The process's `TraceProbe`, built on first use (a JIT compile and two captures)."""
     global _probe
     if _probe is None:
         _probe = TraceProbe()
     return _probe
 
 
-def added_note(untraced: tuple[float, float], traced: tuple[float, float], nodes: int,
-               graph_launches: str = "kernels") -> tuple[str, float]:
-    """The note that says what tracing adds, and the added µs per graph kernel node."""
-    eager_add = traced[0] - untraced[0]
-    per_node = max(traced[1] - untraced[1], 0.0) / nodes
+def graph_added(untraced: ProbeCosts, traced: ProbeCosts, nodes: int) -> GraphAdded:
+    """The trace's share of a graph launch, fitted through the one-node and ``nodes``-node
+    graphs: a fixed part (CUPTI attached) and a part per kernel node (CUPTI instruments each)."""
+    d1 = max(traced.graph1 - untraced.graph1, 0.0)
+    dn = max(traced.graph - untraced.graph, 0.0)
+    per_node = max((dn - d1) / (nodes - 1), 0.0) if nodes > 1 else 0.0
+    return GraphAdded(max(d1 - per_node, 0.0), per_node)
+
+
+def added_note(untraced: ProbeCosts, traced: ProbeCosts, nodes: int,
+               graph_launches: str = "kernels") -> tuple[str, GraphAdded]:
+    """The note that says what tracing adds, and the graph launches' added cost."""
+    eager_add = traced.eager - untraced.eager
+    added = graph_added(untraced, traced, nodes)
     note = (f"tracing adds ≈{max(eager_add, 0):.0f} µs to an eager launch "
-            f"({untraced[0]:.0f} → {traced[0]:.0f} µs)")
+            f"({untraced.eager:.0f} → {traced.eager:.0f} µs)")
+    share = f"≈{added.fixed_us:.0f} µs + {added.per_node_us:.2f} µs per kernel node"
     if graph_launches == "kernels":
-        note += f" and ≈{per_node:.2f} µs per kernel node to a graph launch (hatched)"
+        note += f" and {share} to a graph launch (hatched)"
     elif graph_launches == "graph_trace":
-        note += ("; graph launches untraced per kernel (CUPTI would add "
-                 f"≈{per_node:.2f} µs per node): each GPU execution is one 'graph' bar")
+        note += (f"; graph launches untraced per kernel (CUPTI would add {share}): "
+                 "each GPU execution is one 'graph' bar")
     else:
         note += "; graph launches untraced (their kernels are not drawn)"
-    return note + ", measured now on labkit's probe kernel", per_node
+    return note + ", measured now on labkit's probe kernel", added

@@ -178,13 +178,13 @@ def timeline(note: str = "", api: bool = False):
                 yield rec
             finally:
                 host = _hostspans.stop()
-        added, per_node = _trace.added_note(untraced, traced, probe.NODES, graphs)
+        added, graph_share = _trace.added_note(untraced, traced, probe.NODES, graphs)
         if api:
             added += "; API records on: each traced API call costs more than untraced"
         rec.timeline = _trace.gpu_timeline(
             host, tr.spans(t0_cupti), begin_ns=begin, offset_ns=offset, t0_cupti_ns=t0_cupti,
             note="; ".join(p for p in (note, added) if p), warmup_names=(probe.NAME,),
-            added_per_node_us=per_node if graphs == "kernels" else None)
+            graph_added=graph_share if graphs == "kernels" else None)
         return
     start, end = check(rt.cudaEventCreate()), check(rt.cudaEventCreate())
     check(rt.cudaEventRecord(start, 0))

@@ -143,9 +143,9 @@ def test_gpu_timeline_marks_the_tracers_share_of_a_graph_launch_by_its_kernel_no
     host = [_hostspans.HostSpan("cudaGraphLaunch", "graph", 0, 30_000, ex),
             _hostspans.HostSpan("cudaGraphLaunch", "graph", 40_000, 41_000, ex)]
     tl = _trace.gpu_timeline(host, [], begin_ns=0, offset_ns=0, t0_cupti_ns=0, note="",
-                             added_per_node_us=0.7)
+                             graph_added=_trace.GraphAdded(3.0, 0.7))
     first, second = tl.row_spans(CPU_ROW)
-    assert first.added_us == pytest.approx(14.0)      # 20 kernel nodes x 0.7 µs
+    assert first.added_us == pytest.approx(17.0)      # 3 µs + 20 kernel nodes x 0.7 µs
     assert second.added_us == pytest.approx(1.0)      # never more than the span itself
 
 
@@ -157,11 +157,31 @@ def test_api_records_inside_labkit_spans_are_left_out_and_others_kept():
     assert [s.name for s in merged] == ["launch add_one", "cudaMemcpy"]
 
 
-def test_the_note_says_what_tracing_adds_per_eager_launch_and_per_graph_node():
-    note, per_node = _trace.added_note(untraced=(20.0, 3.0), traced=(31.0, 17.0), nodes=20)
-    assert per_node == pytest.approx(0.7)
+def test_the_note_says_what_tracing_adds_per_eager_launch_and_per_graph_launch():
+    untraced = _trace.ProbeCosts(eager=20.0, graph=3.0, graph1=2.0)
+    traced = _trace.ProbeCosts(eager=31.0, graph=17.0 + 2.0, graph1=2.0 + 2.0 + 0.7)
+    note, added = _trace.added_note(untraced, traced, nodes=20)
+    assert added.per_node_us == pytest.approx(0.7)
+    assert added.fixed_us == pytest.approx(2.0)
     assert "≈11 µs to an eager launch (20 → 31 µs)" in note
-    assert "≈0.70 µs per kernel node" in note
+    assert "≈2 µs + 0.70 µs per kernel node" in note
+
+
+def test_the_graph_share_fit_never_goes_negative():
+    # a noisy probe: the big graph came out cheaper traced than untraced
+    added = _trace.graph_added(_trace.ProbeCosts(20.0, 10.0, 2.0),
+                               _trace.ProbeCosts(25.0, 9.0, 3.0), nodes=20)
+    assert added.per_node_us == 0.0 and added.fixed_us == pytest.approx(1.0)
+
+
+def test_the_trace_probe_launches_through_labkit_and_keeps_its_records_named():
+    probe = _trace.TraceProbe()
+    costs = probe.host_costs_us()
+    assert costs.eager > costs.graph1 > 0          # the model: numba's dispatch vs one node
+    with timing.timeline() as rec:
+        probe.warm()
+    names = {s.name for s in rec.timeline.spans if s.kind == "kernel"}
+    assert names == {_trace.TraceProbe.NAME}
 
 
 def test_a_span_refuses_a_tracer_share_longer_than_itself():
