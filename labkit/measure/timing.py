@@ -82,10 +82,13 @@ def graph_phases(record, stream, *, repeat: int = 5, steady: int = 20) -> dict[s
 
     ``record(stream)`` submits the work to capture. Returns Stats for ``capture``,
     ``instantiate``, ``upload``, ``first_launch`` (launch + sync of a fresh, not uploaded
-    executable), ``uploaded_first_launch`` and ``steady_launch`` (launch + sync once warm).
+    executable), ``uploaded_first_launch``, ``steady_launch`` (launch + sync once warm: the
+    host waits for the GPU to run the whole graph, so it grows with the graph's GPU time) and
+    ``launch_call`` (the same steady ``cudaGraphLaunch`` call alone, the sync after it untimed:
+    what the host pays to submit the graph).
     """
     out = {k: [] for k in ("capture", "instantiate", "upload", "first_launch",
-                           "uploaded_first_launch", "steady_launch")}
+                           "uploaded_first_launch", "steady_launch", "launch_call")}
     record(stream)           # warm-up: JIT, module load, allocations happen here, not in capture
     _sync(stream)
     for _ in range(repeat):
@@ -113,8 +116,10 @@ def graph_phases(record, stream, *, repeat: int = 5, steady: int = 20) -> dict[s
         for _ in range(steady):
             t0 = host_us()
             ex.launch(stream)
+            t1 = host_us()
             _sync(stream)
             out["steady_launch"].append(host_us() - t0)
+            out["launch_call"].append(t1 - t0)
         ex.close()
         ex2.close()
         g.close()
