@@ -383,7 +383,7 @@ assert big["exec update"] < big["re-instantiate"] < big["re-capture + instantiat
 # - with `buckets`, a request is padded up to the smallest bucket that holds it: vLLM captures
 #   a list of batch sizes ahead of time and pads each batch to the next one (*bucketed*);
 # - `max_entries` bounds the number of executables kept (each holds device memory); the least
-#   recently used one is destroyed to make room (LRU eviction);
+#   recently used one is destroyed to make room (LRU eviction: least recently used first);
 # - it counts hits, misses, evictions, requested and padded elements.
 #
 # The work must cost more when the batch is larger, or padding would be free. Our kernel
