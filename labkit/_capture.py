@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 
-from . import _capstack
+from . import _capstack, _hostspans
 from ._errors import CudaError, check
 from ._graph import Graph
 from ._handles import stream_handle
@@ -119,14 +119,19 @@ def fork(origin, *streams, timing: bool = False):
     recorded on each side stream is waited on by the origin (the join).
     """
     o = stream_handle(origin)
+    rec = _hostspans.active       # a timeline is open: the fork and the join are CPU spans
+    t0 = rec.now() if rec is not None else 0
     start = Event(timing=timing)
     check(rt.cudaEventRecord(start.handle, o), "fork: cudaEventRecord on the origin")
     for s in streams:
         check(rt.cudaStreamWaitEvent(stream_handle(s), start.handle, 0), "fork: cudaStreamWaitEvent")
+    if rec is not None:
+        rec.add("fork", "api", t0)
     joins = []
     try:
         yield streams
     finally:
+        t0 = rec.now() if rec is not None else 0
         for s in streams:
             e = Event(timing=timing)
             joins.append(e)
@@ -135,3 +140,5 @@ def fork(origin, *streams, timing: bool = False):
                 rt.cudaStreamWaitEvent(o, e.handle, 0)
         for e in joins + [start]:
             e.close()
+        if rec is not None:
+            rec.add("join", "api", t0)

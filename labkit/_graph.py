@@ -11,10 +11,11 @@ import tempfile
 
 import numpy as np
 
+from . import _hostspans
 from ._errors import CudaError, check
 from ._handles import Handle, stream_handle
 from ._prepared import LaunchParams
-from .backend import rt
+from .backend import kernel_node_name as _kernel_node_name, rt
 
 __all__ = ["Graph", "GraphExec", "KernelNode", "UpdateResult"]
 
@@ -90,8 +91,10 @@ class Graph(Handle):
         """A networkx DiGraph with each node's ``kind`` and ``label``."""
         import networkx as nx
         g = nx.DiGraph()
-        for i, k in enumerate(self.node_kinds()):
-            g.add_node(i, kind=k, label=f"{i}:{k}")
+        for i, (node, k) in enumerate(zip(self.nodes, self.node_kinds())):
+            # name: the kernel's symbol for kernel nodes (plot.graph_dag shortens it), else the kind
+            name = (_kernel_symbol(node) if k == "kernel" else None) or k
+            g.add_node(i, kind=k, label=f"{i}:{k}", name=name)
         g.add_edges_from(self.edges)
         return g
 
@@ -172,7 +175,13 @@ class GraphExec(Handle):
             h = getattr(stream, "handle", None)
             self._stream_h = h if h is not None and not isinstance(stream, int) else stream_handle(stream)
             self._stream = stream
-        err, = rt.cudaGraphLaunch(self.handle, self._stream_h)
+        rec = _hostspans.active     # a timeline is open: this launch is a span of its CPU row
+        if rec is None:
+            err, = rt.cudaGraphLaunch(self.handle, self._stream_h)
+        else:
+            t0 = rec.graph_begin()
+            err, = rt.cudaGraphLaunch(self.handle, self._stream_h)
+            rec.graph_end(t0, self)
         if err:
             self._open()       # a closed executable says so, not "invalid argument"
             raise CudaError(err, "cudaGraphLaunch")
@@ -326,6 +335,14 @@ def _check_like_captured(kernel, args, launched):
     raise TypeError(f"{kernel.name}({', '.join(names)}): {'; '.join(wrong)}. Pass arguments of "
                     "the kinds the node was captured with (device arrays from labkit.to_device "
                     "where it took arrays)")
+
+
+def _kernel_symbol(node) -> str | None:
+    """The function a kernel node runs, by name (for drawings, never for logic); None if unknown."""
+    try:
+        return _kernel_node_name(node)
+    except Exception:   # a label is a nicety: an old driver or odd node draws the kind instead
+        return None
 
 
 def _kinds(nodes):

@@ -9,10 +9,12 @@ launch function, which ``k[grid, block, stream]`` returns as it is.
 from __future__ import annotations
 
 import inspect
+import warnings
 
 import numpy as np
 from numba import cuda
 
+from . import _hostspans
 from .backend import device_array as _device_array, launcher as _launcher
 from .backend import pinned_array as _pinned_array, to_device as _to_device
 from ._handles import Handle, stream_handle
@@ -21,6 +23,10 @@ from ._prepared import LaunchParams, PreparedLaunch, _dims
 __all__ = ["kernel", "Kernel", "to_device", "device_array", "pinned_array", "stream_handle"]
 
 _MAX_LAUNCHERS = 64     # launch configurations kept per kernel (a loop uses one or a few)
+
+# The course launches tiny grids on purpose (launch overhead is its subject); numba's advice
+# that they under-use the GPU (a NumbaPerformanceWarning) would only be noise in its outputs.
+warnings.filterwarnings("ignore", message=r"Grid size \d+ will likely result in GPU under-utilization")
 
 
 class Kernel:
@@ -86,7 +92,10 @@ class Kernel:
 
     def simulate(self, grid, block, *args):
         """Run the kernel's own code under numba's CUDA simulator (numpy arrays, in place)."""
-        self.dispatcher[grid, block](*args)
+        with warnings.catch_warnings():
+            # on a GPU this runs the real kernel on host arrays, copies included, on purpose
+            warnings.filterwarnings("ignore", message="Host array used in CUDA kernel")
+            self.dispatcher[grid, block](*args)
 
 
 def kernel(fn=None, *, reference=None, cost=None):
@@ -101,7 +110,12 @@ def kernel(fn=None, *, reference=None, cost=None):
 
 def to_device(ary, stream=0):
     """Copy a numpy array to a new device array (numba's device-array interface)."""
-    return _to_device(np.ascontiguousarray(ary), stream)
+    rec = _hostspans.active     # a timeline is open: the copy is a span of its CPU row
+    t0 = rec.now() if rec is not None else 0
+    out = _to_device(np.ascontiguousarray(ary), stream)
+    if rec is not None:
+        rec.add("copy to device", "api", t0)
+    return out
 
 
 def device_array(shape, dtype=np.float32):

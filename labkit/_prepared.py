@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _capstack
+from . import _capstack, _hostspans
 from .backend import KernelParams as _NativeParams
 from ._handles import stream_handle
 
@@ -172,10 +172,14 @@ class PreparedLaunch:
         self.params = self.params.with_args(*args)
 
     def __call__(self, *args):
+        rec = _hostspans.active        # a timeline is open: this launch is a span of its CPU row
+        t0 = rec.now() if rec is not None else 0
         if args:
             self.params = self.params.with_args(*args)
         p = self.params
         p.native.launch(self._h)
+        if rec is not None:
+            rec.add(f"prepared {self.kernel.name}", "launch", t0)
         if _capstack.open_count:   # the graph refers to these buffers: keep them alive with it
             _capstack.keep(p.args, p.kernel)
 

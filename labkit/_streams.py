@@ -1,6 +1,7 @@
 """`Stream` and `Event`: thin owners of a non-blocking stream and an event."""
 from __future__ import annotations
 
+from . import _hostspans
 from ._errors import check
 from ._handles import Handle, stream_handle
 from .backend import rt
@@ -26,7 +27,11 @@ class Stream(Handle):
 
     def synchronize(self):
         # A closed stream's handle is None, which CUDA reads as the legacy stream: refuse it here.
+        rec = _hostspans.active
+        t0 = rec.now() if rec is not None else 0
         check(rt.cudaStreamSynchronize(self._open()), "synchronizing a stream")
+        if rec is not None:
+            rec.add("cudaStreamSynchronize", "sync", t0)
 
     def is_capturing(self) -> bool:
         status = check(rt.cudaStreamIsCapturing(self._open()))
@@ -49,11 +54,19 @@ class Event(Handle):
         check(rt.cudaEventDestroy(handle), "destroying an event")
 
     def record(self, stream):
+        rec = _hostspans.active
+        t0 = rec.now() if rec is not None else 0
         check(rt.cudaEventRecord(self._open(), stream_handle(stream)), "recording an event")
+        if rec is not None:
+            rec.add("cudaEventRecord", "api", t0)
         return self
 
     def synchronize(self):
+        rec = _hostspans.active
+        t0 = rec.now() if rec is not None else 0
         check(rt.cudaEventSynchronize(self._open()), "synchronizing an event")
+        if rec is not None:
+            rec.add("cudaEventSynchronize", "sync", t0)
 
     def elapsed_ms(self, later: "Event") -> float:
         """Milliseconds from this event to ``later`` (both recorded and complete)."""
@@ -62,4 +75,8 @@ class Event(Handle):
 
 def synchronize():
     """Wait for all work on the device (``cudaDeviceSynchronize``)."""
+    rec = _hostspans.active
+    t0 = rec.now() if rec is not None else 0
     check(rt.cudaDeviceSynchronize(), "synchronizing the device")
+    if rec is not None:
+        rec.add("cudaDeviceSynchronize", "sync", t0)

@@ -15,6 +15,7 @@ on both backends:
 * the host clock: `host_us`, `cpu_us`;
 * traces: ``start_trace()`` (True where the backend records its own timeline) and
   ``stop_trace()``;
+* `kernel_node_name` (a kernel node's function, by name, for drawings);
 * `provenance` and `course_size`.
 
 ``labkit.backend``, the attribute, is the backend's *name* ("cuda" or "sim": public API since
@@ -29,7 +30,7 @@ from ._choose import BackendError, choose
 
 __all__ = ["name", "reason", "error", "is_gpu", "rt", "to_device", "device_array", "pinned_array",
            "launcher", "bare_launch", "KernelParams", "host_us", "cpu_us", "start_trace", "stop_trace",
-           "provenance", "course_size", "BackendError"]
+           "provenance", "course_size", "kernel_node_name", "BackendError"]
 
 
 def _started_as_cli() -> bool:
@@ -65,6 +66,7 @@ start_trace = _impl.start_trace
 stop_trace = _impl.stop_trace
 provenance = _impl.provenance
 make_set_condition = _impl.make_set_condition
+kernel_node_name = _impl.kernel_node_name
 
 
 def course_size(*, cuda, sim):

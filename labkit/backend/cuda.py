@@ -24,7 +24,7 @@ from .._runtime12 import cuda_runtime
 rt = cuda_runtime()
 from numba import cuda as _numba
 
-from .. import _capstack
+from .. import _capstack, _hostspans
 from .._errors import CudaError
 from .._handles import stream_handle
 
@@ -94,14 +94,19 @@ def launcher(k, grid, block, stream, owner=None):
     target = stream if not isinstance(stream, int) else _numba_stream(stream)
     config = k.dispatcher[grid, block, target]     # numba's launch configuration, made once
     name = k.name
+    label = f"launch {name}"
 
     def launch(*args):
+        rec = _hostspans.active    # a timeline is open: numba's whole dispatch is the span
+        t0 = rec.now() if rec is not None else 0
         if owner is not None and owner.handle is None:
             stream_handle(owner)                   # raises: the stream was closed
         try:
             config(*args)
         except Exception as exc:   # numba raises CudaAPIError, cuda.core raises CUDAError
             _launch_error(name, exc)
+        if rec is not None:
+            rec.add(label, "launch", t0)
         if _capstack.open_count:   # the graph refers to buffers it does not own: keep them
             _capstack.keep(args, k)
     return launch
@@ -219,6 +224,17 @@ def start_trace() -> bool:
 
 def stop_trace() -> list:
     return []
+
+
+def kernel_node_name(node) -> str | None:
+    """The symbol of the function kernel node ``node`` runs (``cuFuncGetName``), or None."""
+    err, params = driver.cuGraphKernelNodeGetParams(driver.CUgraphNode(int(node)))
+    if int(err):
+        return None
+    err, name = driver.cuFuncGetName(params.func)
+    if int(err):
+        return None
+    return name.decode() if isinstance(name, bytes) else str(name)
 
 
 def provenance(device: str) -> str:

@@ -15,7 +15,7 @@ import weakref
 
 import numpy as np
 
-from .. import _calibration, _capstack
+from .. import _calibration, _capstack, _hostspans
 from .._errors import CudaError
 from .._handles import stream_handle
 from ..sim import _hooks
@@ -151,8 +151,11 @@ def launcher(k, grid, block, stream, owner=None):
     if not isinstance(stream, int):
         raise NotImplementedError("cuda.core graph builders need a real GPU (backend 'cuda')")
     func, name = _function(k), k.name
+    label = f"launch {name}"
 
     def launch(*args):
+        rec = _hostspans.active    # a timeline is open: numba's whole dispatch is the span
+        t0 = rec.now() if rec is not None else 0
         if owner is not None and owner.handle is None:
             stream_handle(owner)                   # raises: the stream was closed
         host = [a for a in args if isinstance(a, np.ndarray)]
@@ -166,6 +169,8 @@ def launcher(k, grid, block, stream, owner=None):
         err = _hooks.launch(func, grid, block, tuple(_param(a) for a in args), stream, cost)
         if int(err):
             raise CudaError(err, f"launching {name}")
+        if rec is not None:
+            rec.add(label, "launch", t0)
         if _capstack.open_count:
             _capstack.keep(args, k)
     return launch
@@ -229,6 +234,12 @@ def start_trace() -> bool:
 
 def stop_trace() -> list:
     return _hooks.stop_trace()
+
+
+def kernel_node_name(node) -> str | None:
+    """The name of the registered function kernel node ``node`` runs, or None."""
+    err, params = rt.cudaGraphKernelNodeGetParams(node)
+    return None if int(err) else _hooks.function_name(params.func)
 
 
 def provenance(device: str) -> str:

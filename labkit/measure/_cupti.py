@@ -13,7 +13,8 @@ Not supported:
 
 - more than one trace at a time: CUPTI's activity buffers belong to the whole process;
 - per-thread or per-context filtering: a trace collects every thread's and context's records;
-- kinds other than concurrent kernel, memcpy, memset, runtime API and driver API.
+- kinds other than concurrent kernel, memcpy, memset, runtime API, driver API and graph
+  trace (graph-level records; CUPTI does not combine them with kernel records).
 """
 from __future__ import annotations
 
@@ -37,7 +38,10 @@ _INSTALL_HINT = ("on a CUDA 13 driver, install the cu13 extra (pip install 'cuda
                  "which brings cupti-python); for CUDA 12 there is no cupti-python that installs "
                  "beside numba-cuda 0.30")
 
-TRACE_KINDS = ("kernel", "memcpy", "memset", "runtime", "driver")
+TRACE_KINDS = ("kernel", "memcpy", "memset", "runtime", "driver", "graph_trace")
+# What a KernelTrace collects by default: graph_trace is left out, since CUPTI does not combine
+# it with kernel records (and enabling it beside them crashed a process on the H200).
+DEFAULT_KINDS = ("kernel", "memcpy", "memset", "runtime", "driver")
 
 _module = None            # the cupti.cupti module, once it loaded and answered
 _why_not: str | None = None
@@ -116,7 +120,8 @@ class Record:
     """The fields of one activity record, copied out of CUPTI's buffer.
 
     CUPTI hands records to a callback and reuses the buffer after it returns, so only plain
-    values are kept. ``kind`` is "kernel", "memcpy", "memset", "runtime" or "driver".
+    values are kept. ``kind`` is "kernel", "memcpy", "memset", "runtime", "driver" or
+    "graph_trace" (one record for a whole graph launch's GPU execution).
     """
 
     kind: str
@@ -139,7 +144,8 @@ def _kind_names() -> dict[int, str]:
         enum = _module.ActivityKind
         for attr, name in (("CONCURRENT_KERNEL", "kernel"), ("KERNEL", "kernel"),
                            ("MEMCPY", "memcpy"), ("MEMSET", "memset"),
-                           ("RUNTIME", "runtime"), ("DRIVER", "driver")):
+                           ("RUNTIME", "runtime"), ("DRIVER", "driver"),
+                           ("GRAPH_TRACE", "graph_trace")):
             if hasattr(enum, attr):
                 names[int(getattr(enum, attr))] = name
     return names
@@ -294,6 +300,10 @@ def records_to_spans(records: Iterable[Record], t0_ns: int | None = None,
             continue
         if r.kind == "kernel":
             name = short_kernel_name(r.name) if r.name else "kernel"
+        elif r.kind == "graph_trace":   # a graph launch's whole GPU execution, one span
+            spans.append(Span(f"stream {r.stream_id}", "graph", start_us, end_us, "kernel",
+                              r.correlation_id, r.graph_id))
+            continue
         elif r.kind == "memcpy":
             name = f"memcpy {_MEMCPY_DIRECTION.get(r.copy_kind, '')}".strip()
         else:
@@ -366,7 +376,8 @@ class KernelTrace:
     Parameters
     ----------
     kinds : sequence of str
-        Which records to collect, from ``TRACE_KINDS``; all of them by default.
+        Which records to collect, from ``TRACE_KINDS``; ``DEFAULT_KINDS`` (all but graph_trace)
+        by default.
     synchronize : bool
         Synchronize the current context on exit, so every kernel launched in the block has
         finished and its record is complete. The ``cuCtxSynchronize`` call appears in the trace.
@@ -379,7 +390,7 @@ class KernelTrace:
     >>> kernels = [s for s in trace.spans() if s.kind == "kernel"]   # doctest: +SKIP
     """
 
-    def __init__(self, kinds: Iterable[str] = TRACE_KINDS, synchronize: bool = True) -> None:
+    def __init__(self, kinds: Iterable[str] = DEFAULT_KINDS, synchronize: bool = True) -> None:
         self.kinds = tuple(kinds)
         unknown = [k for k in self.kinds if k not in TRACE_KINDS]
         if unknown:
@@ -398,7 +409,7 @@ class KernelTrace:
 
     def _activity_kind(self, module, kind: str):
         attr = {"kernel": "CONCURRENT_KERNEL", "memcpy": "MEMCPY", "memset": "MEMSET",
-                "runtime": "RUNTIME", "driver": "DRIVER"}[kind]
+                "runtime": "RUNTIME", "driver": "DRIVER", "graph_trace": "GRAPH_TRACE"}[kind]
         # CONCURRENT_KERNEL, not KERNEL: the latter serializes kernels and changes timings.
         return getattr(module.ActivityKind, attr)
 
@@ -459,6 +470,28 @@ class KernelTrace:
     def timestamp_ns(self) -> int:
         """CUPTI's clock now (ns), to mark a moment inside the block for aligning spans."""
         return timestamp_ns()
+
+    def graph_launch_hooks(self, swap_in_graph_trace: bool):
+        """``(before, after)``: turn kernel records off around one graph launch (CUPTI then
+        does not instrument each kernel node), optionally with graph-level records on instead.
+
+        For `labkit._hostspans.Recorder.before_graph` / ``after_graph``: they run outside the
+        launch's span.
+        """
+        module = _module
+        kernel = self._activity_kind(module, "kernel")
+        graph = self._activity_kind(module, "graph_trace") if swap_in_graph_trace else None
+
+        def before():
+            module.activity_disable(kernel)
+            if graph is not None:
+                module.activity_enable(graph)
+
+        def after():
+            if graph is not None:
+                module.activity_disable(graph)
+            module.activity_enable(kernel)
+        return before, after
 
     @property
     def records(self) -> list[Record]:

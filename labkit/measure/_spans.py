@@ -32,6 +32,9 @@ class Span:
         Links a launch on the CPU row to the work it queued (CUPTI's correlation id).
     graph_id : int, optional
         Set on device work that a graph launch ran.
+    added_us : float
+        How much of the span a tracer added (its last ``added_us`` µs), estimated from the
+        same call measured untraced and traced in the same process; drawn hatched. 0: none.
     """
 
     row: str
@@ -41,6 +44,7 @@ class Span:
     kind: str
     correlation_id: int | None = None
     graph_id: int | None = None
+    added_us: float = 0.0
 
     def __post_init__(self) -> None:
         if self.kind not in SPAN_KINDS:
@@ -52,6 +56,10 @@ class Span:
             raise ValueError(
                 f"Span {self.name!r} on {self.row!r} ends before it starts "
                 f"({self.start_us} > {self.end_us} µs); pass start_us first, then end_us")
+        if not 0.0 <= self.added_us <= self.end_us - self.start_us + 1e-9:
+            raise ValueError(
+                f"Span {self.name!r}: added_us={self.added_us} must lie between 0 and the "
+                f"span's duration ({self.end_us - self.start_us} µs)")
 
     @property
     def duration_us(self) -> float:
@@ -134,9 +142,11 @@ class Timeline:
         for span in self.spans:
             if span.end_us < start_us or span.start_us > end_us:
                 continue
-            kept.append(Span(span.row, span.name, max(span.start_us, start_us),
-                             min(span.end_us, end_us), span.kind,
-                             span.correlation_id, span.graph_id))
+            lo, hi = max(span.start_us, start_us), min(span.end_us, end_us)
+            # the tracer's share sits at the span's end: clip it with the span
+            added = max(0.0, min(span.added_us - (span.end_us - hi), hi - lo))
+            kept.append(Span(span.row, span.name, lo, hi, span.kind,
+                             span.correlation_id, span.graph_id, added))
         return Timeline(kept, self.source, self.note)
 
     def gaps(self, row: str) -> list[tuple[float, float]]:

@@ -25,7 +25,7 @@ from labkit.measure.stats import Stats
 __all__ = [
     "style", "color_for", "colors_for", "breakeven", "timeline", "per_kernel_cost", "phase_costs",
     "amortization", "latency_cdf", "latency_hist", "graph_dag", "bars", "savefig",
-    "capture_matrix",
+    "capture_matrix", "model_provenance", "shape_provenance",
 ]
 
 # Fixed colours, so "graph" is the same blue in every notebook. Most specific names first:
@@ -148,6 +148,66 @@ def _provenance(provenance: str | None) -> str:
         return "backend not reported (labkit.provenance() unavailable)"
 
 
+def model_provenance(what: str, provenance: str | None = None) -> str:
+    """The title line of a figure computed by a model from measured (or simulated) inputs.
+
+    ``model_provenance("FIFO replay of the service times")`` ->
+    ``"model: FIFO replay of the service times; inputs measured on NVIDIA H200"``.
+    """
+    return f"model: {what}; inputs {_provenance(provenance)}"
+
+
+def shape_provenance() -> str:
+    """The title line of a graph's drawing: a shape, captured, not measured."""
+    try:
+        import labkit
+        from labkit.backend import is_gpu
+
+        where = labkit.device_name() if is_gpu else "the simulator"
+        return f"graph shape, captured on {where} (not a measurement)"
+    except (ImportError, AttributeError):
+        return "graph shape (not a measurement)"
+
+
+def _legend(ax, where: str, **kwargs):
+    """``where``: "best" (inside, where it covers the fewest points), "outside" (right of
+    the axes) or "below" (under the axes, for long labels)."""
+    if where == "outside":
+        return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), **kwargs)
+    if where == "below":
+        return ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncols=1, **kwargs)
+    if where == "best":
+        return ax.legend(loc="best", **kwargs)
+    raise ValueError(f"legend={where!r}: choose 'best', 'outside' or 'below'")
+
+
+def _plain_number(value, _pos=None) -> str:
+    if value <= 0:
+        return ""
+    return f"{value:,.0f}" if value >= 10 else f"{value:g}"
+
+
+def _tidy_log_axis(axis) -> None:
+    """Log ticks that do not overlap: 1-2-5 steps over a few decades, decades only over more,
+    plain numbers, minor ticks unlabelled."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    lo, hi = axis.get_view_interval()
+    decades = math.log10(max(hi, 1e-300) / max(lo, 1e-300)) if lo > 0 and hi > 0 else 3
+    subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_formatter(FuncFormatter(_plain_number))
+    axis.set_minor_formatter(NullFormatter())
+
+
+_BAND_NOTE = "line: median · shaded: p5–p95 of the samples"
+_WHISKER_NOTE = "bar: median · whisker: up to p95 of the samples"
+
+
+def _band_handle():
+    from matplotlib.patches import Patch
+    return Patch(facecolor="grey", alpha=0.25, label=_BAND_NOTE)
+
+
 def _new_axes(ax, figsize: tuple[float, float]):
     if ax is not None:
         return ax
@@ -198,6 +258,10 @@ def timeline(tl: Timeline, ax=None, title: str = "Timeline", t0: float | None = 
              max_labels: int = 12):
     """Draw a timeline as Nsight Systems does: a CPU row on top, then one row per stream.
 
+    A span's ``added_us`` (what a tracer added to it) is drawn hatched at its end, with a
+    legend entry "added by the tracer". Spans narrower than ``TIMELINE_MIN_WIDTH`` of the axis
+    are drawn that wide, and the x label says so.
+
     Parameters
     ----------
     tl : Timeline
@@ -228,30 +292,57 @@ def timeline(tl: Timeline, ax=None, title: str = "Timeline", t0: float | None = 
                              "widen window_us or move t0")
     rows = tl.rows()
     extent = (window_us if window_us is not None else tl.end_us - origin) or 1.0
-    # Zero-length spans (instant model events) would be invisible; give them a hairline.
-    min_width = extent * 1e-3
+    # A 1 µs kernel on a 5 ms axis is narrower than a pixel: every span is drawn at least
+    # MIN_WIDTH of the axis wide (the x label says so when it happened).
+    min_width = extent * TIMELINE_MIN_WIDTH
+    widened = False
     with style():
         ax = _new_axes(ax, (11, 1.4 + 0.55 * len(rows)))
         kinds_drawn: list[str] = []
+        added_drawn = False
         for y, row in enumerate(rows):
             row_spans = tl.row_spans(row)
             for kind in SPAN_KINDS:
-                bars = [(s.start_us - origin, max(s.duration_us, min_width))
-                        for s in row_spans if s.kind == kind]
-                if bars:
-                    ax.broken_barh(bars, (y - 0.38, 0.76), facecolors=KIND_COLORS[kind],
-                                   linewidth=0)
-                    if kind not in kinds_drawn:
-                        kinds_drawn.append(kind)
+                spans = [s for s in row_spans if s.kind == kind]
+                if not spans:
+                    continue
+                widened |= any(s.duration_us < min_width for s in spans)
+                bars = [(s.start_us - origin, max(s.duration_us - s.added_us, min_width))
+                        for s in spans]
+                # back-to-back host calls would merge into one bar: a hairline separates them
+                host = kind in ("launch", "graph", "api")
+                ax.broken_barh(bars, (y - 0.38, 0.76), facecolors=KIND_COLORS[kind],
+                               edgecolor="white" if host else "none", linewidth=0.5 if host else 0)
+                added = [(s.end_us - s.added_us - origin, s.added_us) for s in spans if s.added_us > 0]
+                if added:
+                    ax.broken_barh(added, (y - 0.38, 0.76), facecolors="white",
+                                   edgecolor=KIND_COLORS[kind], hatch="////", linewidth=0.6)
+                    added_drawn = True
+                if kind not in kinds_drawn:
+                    kinds_drawn.append(kind)
             _label_wide_spans(ax, row_spans, y, origin, extent, max_labels)
         ax.set_yticks(range(len(rows)), rows)
         ax.set_ylim(len(rows) - 0.5, -0.5)  # CPU on top, as in Nsight Systems
         ax.set_xlim(0, extent)
         source_line = _SOURCE_LINES.get(tl.source, f"source: {tl.source}")
-        ax.set_xlabel("time since t0 (µs)\n" + source_line + (f"; {tl.note}" if tl.note else ""))
+        if widened:
+            source_line += f"; spans shorter than {_fmt(min_width)} µs drawn that wide"
+        ax.set_xlabel("time since t0 (µs)\n" + _wrap(source_line + (f"; {tl.note}" if tl.note else "")))
         handles = [Line2D([], [], color=KIND_COLORS[k], lw=8, label=k) for k in kinds_drawn]
+        if added_drawn:
+            from matplotlib.patches import Patch
+            handles.append(Patch(facecolor="white", edgecolor="#555555", hatch="////",
+                                 label="added by the tracer"))
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         return _finish(ax, title, provenance, grid_axis="x")
+
+
+TIMELINE_MIN_WIDTH = 1.5e-3   # of the axis: about 1.5 px on the course's 11-inch timelines
+
+
+def _wrap(text: str, width: int = 120) -> str:
+    import textwrap
+    return "\n".join(textwrap.wrap(text, width)) if len(text) > width else text
 
 
 def _label_wide_spans(ax, row_spans, y: float, origin: float, extent: float,
@@ -268,8 +359,8 @@ def _label_wide_spans(ax, row_spans, y: float, origin: float, extent: float,
 # --------------------------------------------------------------------------- sweeps
 
 def per_kernel_cost(ks: Sequence[float], series: Mapping[str, Sequence], ax=None,
-                    title: str = "Cost per kernel", logx: bool = True,
-                    provenance: str | None = None):
+                    title: str = "Cost per kernel", logx: bool = True, logy: bool = False,
+                    provenance: str | None = None, legend: str = "best"):
     """Microseconds per kernel against the number of kernels K, one line per strategy.
 
     Parameters
@@ -283,7 +374,11 @@ def per_kernel_cost(ks: Sequence[float], series: Mapping[str, Sequence], ax=None
     title : str
     logx : bool
         Log-scaled K axis.
+    logy : bool
+        Log-scaled time axis: series that differ many-fold all stay readable.
     provenance : str, optional
+    legend : {"best", "outside", "below"}
+        Where the legend goes: inside where it covers the fewest points, or outside the axes.
 
     Returns
     -------
@@ -292,28 +387,43 @@ def per_kernel_cost(ks: Sequence[float], series: Mapping[str, Sequence], ax=None
     ks = np.asarray(ks, dtype=float)
     with style():
         ax = _new_axes(ax, (7, 4.5))
-        palette = colors_for(series)
-        for index, (label, values) in enumerate(series.items()):
-            values = list(values)
-            if len(values) != len(ks):
-                raise ValueError(f"series {label!r} has {len(values)} values for {len(ks)} K's; "
-                                 "give one value per entry of ks")
-            centre, lo, hi = _centre_and_band(values)
-            colour = palette[index]
-            ax.plot(ks, centre, marker="o", color=colour, label=label)
-            if lo is not None:
-                ax.fill_between(ks, lo, hi, color=colour, alpha=0.2, linewidth=0)
+        banded = _draw_series(ax, ks, series, "K's", "give one value per entry of ks")
         if logx:
             ax.set_xscale("log")
-        ax.set_ylim(bottom=0)
+            _tidy_log_axis(ax.xaxis)
+        if logy:
+            ax.set_yscale("log")
+            _tidy_log_axis(ax.yaxis)
+        else:
+            ax.set_ylim(bottom=0)
         ax.set_xlabel("kernels per iteration, K")
-        ax.set_ylabel("time per kernel (µs)")
-        ax.legend()
+        ax.set_ylabel("time per kernel (µs" + (", log)" if logy else ")"))
+        handles, _ = ax.get_legend_handles_labels()
+        _legend(ax, legend, handles=handles + ([_band_handle()] if banded else []))
         return _finish(ax, title, provenance)
 
 
+def _draw_series(ax, xs, series: Mapping[str, Sequence], what: str, fix: str) -> bool:
+    """One line per series (median and p5..p95 band for Stats); whether any band was drawn."""
+    palette = colors_for(series)
+    banded = False
+    for index, (label, values) in enumerate(series.items()):
+        values = list(values)
+        if len(values) != len(xs):
+            raise ValueError(f"series {label!r} has {len(values)} values for {len(xs)} {what}; "
+                             f"{fix}")
+        centre, lo, hi = _centre_and_band(values)
+        colour = palette[index]
+        ax.plot(xs, centre, marker="o", color=colour, label=label)
+        if lo is not None:
+            ax.fill_between(xs, lo, hi, color=colour, alpha=0.2, linewidth=0)
+            banded = True
+    return banded
+
+
 def phase_costs(sizes: Sequence[float], phases: Mapping[str, Sequence], ax=None,
-                title: str = "Cost of each graph phase", provenance: str | None = None):
+                title: str = "Cost of each graph phase", provenance: str | None = None,
+                legend: str = "best"):
     """Cost of each phase of a graph's life (capture, instantiate, ...) against graph size.
 
     Parameters
@@ -325,6 +435,7 @@ def phase_costs(sizes: Sequence[float], phases: Mapping[str, Sequence], ax=None,
     ax : matplotlib Axes, optional
     title : str
     provenance : str, optional
+    legend : {"best", "outside", "below"}
 
     Returns
     -------
@@ -333,22 +444,19 @@ def phase_costs(sizes: Sequence[float], phases: Mapping[str, Sequence], ax=None,
     sizes = np.asarray(sizes, dtype=float)
     with style():
         ax = _new_axes(ax, (7, 4.5))
-        palette = colors_for(phases)
-        for index, (name, values) in enumerate(phases.items()):
-            values = list(values)
-            if len(values) != len(sizes):
-                raise ValueError(f"phase {name!r} has {len(values)} values for {len(sizes)} "
-                                 "sizes; give one value per size")
-            centre, lo, hi = _centre_and_band(values)
-            colour = palette[index]
-            ax.plot(sizes, centre, marker="o", color=colour, label=name)
-            if lo is not None:
-                ax.fill_between(sizes, lo, hi, color=colour, alpha=0.2, linewidth=0)
+        for name, values in phases.items():
+            if len(list(values)) != len(sizes):
+                raise ValueError(f"phase {name!r} has {len(list(values))} values for "
+                                 f"{len(sizes)} sizes; give one value per size")
+        banded = _draw_series(ax, sizes, phases, "sizes", "give one value per size")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        _tidy_log_axis(ax.xaxis)
+        _tidy_log_axis(ax.yaxis)
         ax.set_xlabel("graph size (nodes)")
-        ax.set_ylabel("time (µs)")
-        ax.legend()
+        ax.set_ylabel("time (µs, log)")
+        handles, _ = ax.get_legend_handles_labels()
+        _legend(ax, legend, handles=handles + ([_band_handle()] if banded else []))
         return _finish(ax, title, provenance)
 
 
@@ -392,10 +500,12 @@ def _time_unit(max_us: float) -> tuple[float, str]:
 
 def amortization(setup_us: float, eager_iter_us: float, graph_iter_us: float,
                  iterations: int | Sequence[int], ax=None,
-                 title: str = "When does the graph pay off?", provenance: str | None = None):
+                 title: str = "When does the graph pay off?", provenance: str | None = None,
+                 xlabel: str = "iterations", legend: str = "best"):
     """Cumulative time against iterations, eager vs graph, with the break-even marked.
 
-    Eager costs ``eager_iter_us * n``; the graph costs ``setup_us + graph_iter_us * n``.
+    Eager costs ``eager_iter_us * n``; the graph costs ``setup_us + graph_iter_us * n``. The
+    lines are this model, not measurements: the title says so, and where its inputs came from.
 
     Parameters
     ----------
@@ -406,6 +516,10 @@ def amortization(setup_us: float, eager_iter_us: float, graph_iter_us: float,
     ax : matplotlib Axes, optional
     title : str
     provenance : str, optional
+        Where the three inputs came from; ``labkit.provenance()`` when None.
+    xlabel : str
+        What one iteration is ("tokens", "requests"); the break-even note uses it too.
+    legend : {"best", "outside", "below"}
 
     Returns
     -------
@@ -427,19 +541,20 @@ def amortization(setup_us: float, eager_iter_us: float, graph_iter_us: float,
             ax.text(0.03, 0.95, "break-even: never (a graph iteration is not cheaper)",
                     transform=ax.transAxes, va="top", color="black")
         elif be > n.max():
-            ax.text(0.03, 0.95, f"break-even after {be:.1f} iterations, beyond the "
+            ax.text(0.03, 0.95, f"break-even after {be:.1f} {xlabel}, beyond the "
                     f"{int(n.max())} drawn here", transform=ax.transAxes, va="top")
         else:
             ax.axvline(be, color="black", linestyle="--", linewidth=1)
-            ax.annotate(f"break-even after {be:.1f} iterations",
+            ax.annotate(f"break-even after {be:.1f} {xlabel}",
                         xy=(be, (setup_us + graph_iter_us * be) * scale),
                         xytext=(8, -18), textcoords="offset points", fontsize=9)
-        ax.set_xlabel("iterations")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(f"cumulative time ({unit})")
         ax.set_xlim(left=0)
         ax.set_ylim(bottom=0)
-        ax.legend(loc="lower right")
-        return _finish(ax, title, provenance)
+        _legend(ax, legend)
+        return _finish(ax, title, model_provenance(
+            "cumulative time = setup + n × per-iteration cost", provenance))
 
 
 # --------------------------------------------------------------------------- distributions
@@ -453,7 +568,8 @@ def _pct_label(label: str, st: Stats) -> str:
 
 def latency_cdf(stats_by_label: Mapping[str, object], ax=None,
                 title: str = "Latency distribution", logx: bool = False,
-                provenance: str | None = None):
+                provenance: str | None = None, model: str | None = None,
+                legend: str = "below"):
     """Empirical CDF of each series, with its p50, p95 and p99 marked.
 
     Parameters
@@ -464,6 +580,11 @@ def latency_cdf(stats_by_label: Mapping[str, object], ax=None,
     title : str
     logx : bool
     provenance : str, optional
+    model : str, optional
+        When the latencies come from a model fed with measured figures (a queue replayed in
+        Python, say), what that model is: the title then says "model: ...; inputs measured on".
+    legend : {"below", "best", "outside"}
+        Below the axes by default: the labels carry three percentiles each.
 
     Returns
     -------
@@ -489,17 +610,19 @@ def latency_cdf(stats_by_label: Mapping[str, object], ax=None,
                  for q, m, _ in _PCT_MARKS]
         if logx:
             ax.set_xscale("log")
+            _tidy_log_axis(ax.xaxis)
         ax.set_ylim(0, 1.02)
-        ax.set_xlabel(f"latency ({unit})")
+        ax.set_xlabel(f"latency ({unit}{', log' if logx else ''})")
         ax.set_ylabel("fraction of samples ≤ latency")
         handles, _ = ax.get_legend_handles_labels()
-        ax.legend(handles=handles + marks, loc="lower right")
-        return _finish(ax, title, provenance)
+        _legend(ax, legend, handles=handles + marks)
+        return _finish(ax, title, model_provenance(model, provenance) if model else provenance)
 
 
 def latency_hist(stats_by_label: Mapping[str, object], ax=None, bins: int = 50,
                  title: str = "Latency histogram", logx: bool = False,
-                 provenance: str | None = None):
+                 provenance: str | None = None, model: str | None = None,
+                 legend: str = "below"):
     """Histogram of each series on shared bins, with p50 (solid), p95 (dashed), p99 (dotted).
 
     Parameters
@@ -512,6 +635,9 @@ def latency_hist(stats_by_label: Mapping[str, object], ax=None, bins: int = 50,
     logx : bool
         Log-spaced bins and axis (every sample must be > 0).
     provenance : str, optional
+    model : str, optional
+        As for :func:`latency_cdf`.
+    legend : {"below", "best", "outside"}
 
     Returns
     -------
@@ -542,11 +668,12 @@ def latency_hist(stats_by_label: Mapping[str, object], ax=None, bins: int = 50,
                  for q, _, ls in _PCT_MARKS]
         if logx:
             ax.set_xscale("log")
-        ax.set_xlabel(f"latency ({unit})")
+            _tidy_log_axis(ax.xaxis)
+        ax.set_xlabel(f"latency ({unit}{', log' if logx else ''})")
         ax.set_ylabel("samples per bin")
         handles, _ = ax.get_legend_handles_labels()
-        ax.legend(handles=handles + marks, loc="upper right")
-        return _finish(ax, title, provenance)
+        _legend(ax, legend, handles=handles + marks)
+        return _finish(ax, title, model_provenance(model, provenance) if model else provenance)
 
 
 # --------------------------------------------------------------------------- DAG
@@ -574,18 +701,33 @@ def _layered_positions(g: nx.DiGraph) -> tuple[dict, list[list]]:
     return pos, layers
 
 
+_DAG_LABEL_CHARS = 10
+
+
+def _dag_text(attrs: dict, node) -> str:
+    """A node's label: its kernel's short name (or its kind), at most ten characters."""
+    from labkit.measure._cupti import short_kernel_name
+    name = attrs.get("name")
+    text = short_kernel_name(str(name)) if name else str(attrs.get("label", node))
+    return text if len(text) <= _DAG_LABEL_CHARS else text[:_DAG_LABEL_CHARS - 1] + "…"
+
+
 def graph_dag(g, ax=None, title: str = "Graph", provenance: str | None = None):
-    """Draw a graph's DAG top-down, nodes coloured by kind (networkx + matplotlib only).
+    """Draw a graph's DAG top-down, nodes coloured by kind, each labelled with its kernel's
+    name inside its circle (networkx + matplotlib only).
 
     Parameters
     ----------
     g : networkx.DiGraph or object with ``to_networkx()``
         Nodes may carry ``kind`` ("kernel", "memcpy", "memset", "empty", "event_record",
-        "wait_event", "graph", ...) and ``label`` attributes.
+        "wait_event", "graph", ...), ``name`` (a kernel's name or symbol; shortened) and
+        ``label`` (used when there is no name) attributes.
     ax : matplotlib Axes, optional
     title : str
         Node and edge counts are appended.
     provenance : str, optional
+        By default the drawing says it is a shape, captured on the GPU or the simulator: not
+        a measurement.
 
     Returns
     -------
@@ -599,7 +741,15 @@ def graph_dag(g, ax=None, title: str = "Graph", provenance: str | None = None):
     n_nodes, n_edges = graph.number_of_nodes(), graph.number_of_edges()
     widest = max((len(layer) for layer in layers), default=1)
     # Labels stop being readable past a few dozen nodes; the shape still tells the story.
-    node_size = 1300 if n_nodes <= 30 else 500 if n_nodes <= 80 else 120
+    texts = {n: _dag_text(graph.nodes[n], n) for n in graph.nodes}
+    labelled = n_nodes <= 60
+    font = 8 if n_nodes <= 30 else 6
+    if labelled:
+        # circle diameter (points) that holds the longest label: ~0.62 em per character
+        longest = max((len(t) for t in texts.values()), default=1)
+        node_size = max(28.0, 0.62 * font * longest + 9) ** 2
+    else:
+        node_size = 120
     with style():
         ax = _new_axes(ax, (min(max(2 + 1.6 * widest, 5), 14),
                             min(max(1.5 + 0.9 * len(layers), 3), 14)))
@@ -615,16 +765,16 @@ def graph_dag(g, ax=None, title: str = "Graph", provenance: str | None = None):
                 nx.draw_networkx_nodes(graph, pos, nodelist=nodes, ax=ax, node_size=node_size,
                                        node_color=NODE_COLORS.get(kind, _UNKNOWN_NODE_COLOR),
                                        edgecolors="#333333", linewidths=0.8)
-            if n_nodes <= 60:
-                labels = {n: str(graph.nodes[n].get("label", n))[:14] for n in graph.nodes}
-                nx.draw_networkx_labels(graph, pos, labels=labels, ax=ax, font_size=8)
+            if labelled:
+                nx.draw_networkx_labels(graph, pos, labels=texts, ax=ax, font_size=font)
             handles = [Line2D([], [], marker="o", linestyle="none", markersize=9,
                               markerfacecolor=NODE_COLORS.get(k, _UNKNOWN_NODE_COLOR),
                               markeredgecolor="#333333", label=k) for k in kinds]
             ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0))
             ax.margins(0.15)
         ax.set_axis_off()
-        return _finish(ax, f"{title}: {n_nodes} nodes, {n_edges} edges", provenance, grid_axis=None)
+        return _finish(ax, f"{title}: {n_nodes} nodes, {n_edges} edges",
+                       shape_provenance() if provenance is None else provenance, grid_axis=None)
 
 
 # --------------------------------------------------------------------------- bars
@@ -668,9 +818,12 @@ def bars(values: Mapping[str, object], ax=None, ylabel: str = "µs", log: bool =
                       ha="right" if long_labels else "center")
         if log:
             ax.set_yscale("log")
+            _tidy_log_axis(ax.yaxis)
         else:
             ax.set_ylim(0, max(h + u for h, u in zip(heights, upper)) * 1.15 or 1.0)
         ax.set_ylabel(ylabel)
+        if has_whiskers:
+            ax.set_xlabel(_WHISKER_NOTE, fontsize=8, color="#555555")
         return _finish(ax, title, provenance, grid_axis="y")
 
 

@@ -6,8 +6,10 @@ measured figures on a GPU and modelled ones (the simulator's calibrated clock) o
 from __future__ import annotations
 
 import contextlib
+import time
 
-from . import _cupti
+from . import _cupti, _trace
+from .. import _hostspans
 from .._capture import capture
 from .._errors import check
 from .._handles import stream_handle
@@ -80,10 +82,13 @@ def graph_phases(record, stream, *, repeat: int = 5, steady: int = 20) -> dict[s
 
     ``record(stream)`` submits the work to capture. Returns Stats for ``capture``,
     ``instantiate``, ``upload``, ``first_launch`` (launch + sync of a fresh, not uploaded
-    executable), ``uploaded_first_launch`` and ``steady_launch`` (launch + sync once warm).
+    executable), ``uploaded_first_launch``, ``steady_launch`` (launch + sync once warm: the
+    host waits for the GPU to run the whole graph, so it grows with the graph's GPU time) and
+    ``launch_call`` (the same steady ``cudaGraphLaunch`` call alone, the sync after it untimed:
+    what the host pays to submit the graph).
     """
     out = {k: [] for k in ("capture", "instantiate", "upload", "first_launch",
-                           "uploaded_first_launch", "steady_launch")}
+                           "uploaded_first_launch", "steady_launch", "launch_call")}
     record(stream)           # warm-up: JIT, module load, allocations happen here, not in capture
     _sync(stream)
     for _ in range(repeat):
@@ -111,8 +116,10 @@ def graph_phases(record, stream, *, repeat: int = 5, steady: int = 20) -> dict[s
         for _ in range(steady):
             t0 = host_us()
             ex.launch(stream)
+            t1 = host_us()
             _sync(stream)
             out["steady_launch"].append(host_us() - t0)
+            out["launch_call"].append(t1 - t0)
         ex.close()
         ex2.close()
         g.close()
@@ -126,46 +133,78 @@ class _Recording:
 
 
 @contextlib.contextmanager
-def timeline(note: str = ""):
-    """Record what the block does: CPU API spans and GPU work per stream.
+def timeline(note: str = "", api: bool = False):
+    """Record what the block does: labkit's calls on the CPU row, GPU work per stream.
 
-    On the simulator the spans come from the model's clock; on a GPU from CUPTI (the ``gpu``
-    extra). Without CUPTI on a GPU, the block's GPU time is one event-pair span, and the plot
-    says so.
+    The CPU row is labkit's own: each eager launch (with numba's whole dispatch), prepared
+    launch, graph launch, synchronization and copy, timed with the host clock, the same on both
+    backends. On the simulator the GPU rows come from the model's clock (and the model's other
+    host calls, e.g. a learner's raw ``labkit.rt`` calls, join the CPU row); on a GPU from
+    CUPTI's kernel, memcpy and memset records (the ``gpu`` extra). A GPU trace is warmed up
+    before the block, so its set-up cost stays out of the picture, and the timeline's note says
+    what tracing still adds (graph launches show it hatched). Without CUPTI on a GPU, the
+    block's GPU time is one event-pair span, and the plot says so.
+
+    Parameters
+    ----------
+    note : str
+        Shown under the plot.
+    api : bool
+        On a GPU, also record CUDA runtime/driver API calls made outside labkit's calls (a
+        learner's raw ``labkit.rt`` calls). These records make every traced call dearer.
     """
     rec = _Recording()
     if start_trace():            # the simulator records its own model's timeline
+        _hostspans.start(now=host_us)
         try:
             yield rec
         finally:
+            host = _hostspans.stop()
             spans = stop_trace()
-        t0 = min((s.start_us for s in spans), default=0.0)
-        rec.timeline = Timeline([Span(s.row, s.name, s.start_us - t0, s.end_us - t0, s.kind)
-                                 for s in spans], source="model", note=note)
+        rec.timeline = _trace.sim_timeline(host, spans, note)
         return
     ok, why = _cupti.available()
     if ok:
-        with _cupti.KernelTrace() as tr:
-            yield rec
-        tl = tr.timeline(note=note)
-        # CUPTI reports its own set-up calls first: start the picture at the first real work.
-        work = [sp.start_us for sp in tl.spans if sp.kind in ("launch", "graph", "kernel", "memcpy", "memset")]
-        t0 = min(work, default=0.0)
-        rec.timeline = Timeline([Span(sp.row, sp.name, sp.start_us - t0, sp.end_us - t0, sp.kind)
-                                 for sp in tl.spans if sp.end_us >= t0], source="cupti", note=note)
+        probe = _trace.trace_probe()
+        untraced = probe.host_costs_us()
+        kinds = ("kernel", "memcpy", "memset") + (("runtime", "driver") if api else ())
+        graphs = _trace.GRAPH_LAUNCHES
+        with _cupti.KernelTrace(kinds=kinds) as tr:
+            probe.warm()                     # CUPTI's first-launch cost lands here, unseen
+            traced = probe.host_costs_us()
+            offset = _trace.clock_offset_ns(_cupti.timestamp_ns)
+            t0_cupti = tr.t_enter_ns
+            recorder = _hostspans.start()
+            if graphs != "kernels":          # kernel records off around each graph launch
+                recorder.before_graph, recorder.after_graph = tr.graph_launch_hooks(
+                    graphs == "graph_trace")
+            begin = time.perf_counter_ns()
+            try:
+                yield rec
+            finally:
+                host = _hostspans.stop()
+        added, graph_share = _trace.added_note(untraced, traced, probe.NODES, graphs)
+        if api:
+            added += "; API records on: each traced API call costs more than untraced"
+        rec.timeline = _trace.gpu_timeline(
+            host, tr.spans(t0_cupti), begin_ns=begin, offset_ns=offset, t0_cupti_ns=t0_cupti,
+            note="; ".join(p for p in (note, added) if p), warmup_names=(probe.NAME,),
+            graph_added=graph_share if graphs == "kernels" else None)
         return
     start, end = check(rt.cudaEventCreate()), check(rt.cudaEventCreate())
     check(rt.cudaEventRecord(start, 0))
-    t0 = host_us()
+    _hostspans.start()
+    t0 = time.perf_counter_ns()
     try:
         yield rec
     finally:
-        t1 = host_us()
+        t1 = time.perf_counter_ns()
+        host = _hostspans.stop()
         check(rt.cudaEventRecord(end, 0))
         check(rt.cudaEventSynchronize(end))
         gpu = check(rt.cudaEventElapsedTime(start, end)) * 1000.0
         rt.cudaEventDestroy(start)
         rt.cudaEventDestroy(end)
-    rec.timeline = Timeline([Span("CPU", "region", 0.0, t1 - t0, "api"),
-                             Span("GPU (events)", "all GPU work", 0.0, gpu, "kernel")],
+    cpu = _trace.host_spans_to_spans(host, 1e-3, t0) or [Span("CPU", "region", 0.0, (t1 - t0) / 1e3, "api")]
+    rec.timeline = Timeline(cpu + [Span("GPU (events)", "all GPU work", 0.0, gpu, "kernel")],
                             source="events", note=f"no CUPTI ({why}); {note}")

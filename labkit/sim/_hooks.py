@@ -95,6 +95,12 @@ def register_function(name, run, gpu_us) -> int:
     return handle
 
 
+def function_name(func: int) -> str | None:
+    """The name a function handle was registered with (None: no such function)."""
+    fn = _rt._functions.get(func)
+    return None if fn is None else fn.name
+
+
 def launch(func: int, grid, block, params: tuple, stream: int, host_cost_us: float):
     """``cuLaunchKernel`` of a registered function; the launch costs ``host_cost_us`` of host
     time in all (numba's dispatch included). Returns a cudaError_t."""

@@ -88,9 +88,38 @@ def host_work(cost_us: float) -> None:
     _state["cpu"] += cost_us
 
 
-def gpu_span(stream: int, name: str, start: float, end: float, kind: str) -> None:
+def gpu_span(stream: int, name: str, start: float, end: float, kind: str, lane: int = 0) -> None:
+    """Record device work; ``lane`` > 0: a graph branch that ran beside the launch stream's."""
     if _trace is not None:
-        _trace.append(Span(f"stream {stream}", name, start, end, kind))
+        row = f"stream {stream}" if lane == 0 else f"stream {stream} branch {lane}"
+        _trace.append(Span(row, name, start, end, kind))
+
+
+class Lanes:
+    """Which row each node of one graph launch is drawn on.
+
+    CUDA runs a graph's independent branches on inner streams, and a GPU trace shows each on a
+    row of its own. A node continues the lane of a dependency whose lane it directly follows;
+    otherwise it takes the first lane free at its start, or a new one. A chain stays on lane 0.
+    """
+
+    def __init__(self):
+        self.last: list[int] = []     # per lane: the node placed last
+        self.free_at: list[float] = []
+        self.lane_of: dict[int, int] = {}
+
+    def place(self, node: int, deps, start: float, end: float) -> int:
+        lane = next((self.lane_of[d] for d in deps if self.last[self.lane_of[d]] == d
+                     and self.free_at[self.lane_of[d]] <= start), None)
+        if lane is None:
+            lane = next((i for i, t in enumerate(self.free_at) if t <= start), len(self.last))
+        if lane == len(self.last):
+            self.last.append(node)
+            self.free_at.append(end)
+        else:
+            self.last[lane], self.free_at[lane] = node, end
+        self.lane_of[node] = lane
+        return lane
 
 
 def start_trace() -> list:

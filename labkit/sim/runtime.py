@@ -964,13 +964,15 @@ def cudaGraphLaunch(graphExec, stream):
     _clock.api("cudaGraphLaunch", host)
     start = max(s.ready_us, _clock.host_us() + P("launch_latency_us"))
     ends = []
+    lanes = _clock.Lanes()    # independent branches run side by side, as on CUDA's inner streams
     for ntype, payload, deps in x.nodes:
         t0 = max([start] + [ends[d] for d in deps]) + P("graph_node_gap_us")
         ends.append(t0 + _node_gpu_us(ntype, payload))
+        lane = lanes.place(len(ends) - 1, deps, t0, ends[-1])
         if ntype not in _NO_SPAN:
             name = (_cond.span_name(payload) if ntype == _NT.cudaGraphNodeTypeConditional
                     else payload.get("name", ""))
-            _clock.gpu_span(s.handle, name, t0, ends[-1], _kind(ntype))
+            _clock.gpu_span(s.handle, name, t0, ends[-1], _kind(ntype), lane)
     s.ready_us = max(ends + [start])
     return _OK
 

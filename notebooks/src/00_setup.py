@@ -94,7 +94,8 @@ print(f"{props.multiProcessorCount} SMs, compute capability {props.major}.{props
 # * **The clock is virtual.** Each API call and each kernel advances it by a cost measured on a
 #   real GPU (the calibration, named in every figure title as "simulated, calibrated on ...").
 #
-# What it is not: it does not model JIT compilation, caches, SM contention or noise. On the
+# What it is not: it does not model JIT compilation, caches, contention for the SMs (streaming
+# multiprocessors, the GPU's groups of cores that run thread blocks) or noise. On the
 # simulator every repeat of a measurement gives the same number; on a GPU they scatter. The
 # *shapes* of the results (what grows with what, what is tens of times cheaper) are what carry
 # over, not the last digit.
@@ -116,7 +117,9 @@ print("first elements:", got[:5])
 #
 # `labkit.timing.measure(fn, sync=stream)` runs `fn` a few times untimed (warm-up), then times it
 # `repeat` times on the backend's host clock and returns a `Stats` with every sample. Look at the
-# spread: zero on the simulator, non-zero on a GPU.
+# spread: zero on the simulator, non-zero on a GPU. The course reports spread as percentiles:
+# p5 is the value 5 % of the samples fall below, p95 the value 95 % fall below (p50 is the
+# median). Shaded bands in the figures run from p5 to p95, and whiskers on bars up to p95.
 
 # %%
 st = timing.measure(lambda: workloads.add_one[4, 256, s](x), sync=s, repeat=20,
@@ -131,8 +134,12 @@ print(f"p5..p95 spread: {st.percentile(5):.2f} .. {st.p95:.2f} µs")
 # host made), one row per **stream** below (work the GPU ran). Colours: red = a kernel launch (the
 # overhead this course is about), blue = a graph launch, yellow = a synchronize, green = a kernel
 # running on the GPU. The second line of every title says where the numbers come from: "measured
-# on ..." or "simulated, calibrated on ...". On a GPU, spans come from CUPTI when it is installed;
-# otherwise the plot says it fell back to CUDA events.
+# on ..." or "simulated, calibrated on ...". On a GPU, the GPU's rows come from CUPTI (the CUDA
+# Profiling Tools Interface, NVIDIA's library for tracing what the GPU ran) when it is installed;
+# otherwise the plot says it fell back to CUDA events. The CPU row is labkit's own record of its
+# calls (numba's whole dispatch for an eager launch), drawn the same way on both backends.
+# Tracing makes some calls a little dearer on a GPU: the note under each timeline says by how
+# much, and a graph launch's estimated extra is drawn hatched.
 
 # %%
 with timing.timeline() as rec:

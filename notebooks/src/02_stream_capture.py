@@ -106,8 +106,9 @@ print("eager output matches numpy:", eager_out[:4])
 #   error-node and log-buffer arguments of the older C++ signature.
 #
 # The host buffer is pinned (page-locked). A capture also accepts pageable host memory, but a
-# pageable copy cannot be a truly asynchronous DMA; pinned memory is what `cudaMemcpyAsync` is
-# designed for.
+# pageable copy cannot be a truly asynchronous DMA (direct memory access: the GPU's copy engine
+# reading host memory by itself, while the CPU goes on); pinned memory is what `cudaMemcpyAsync`
+# is designed for.
 
 # %%
 stream = check(rt.cudaStreamCreateWithFlags(rt.cudaStreamNonBlocking), "cudaStreamCreateWithFlags")

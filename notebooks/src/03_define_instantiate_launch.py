@@ -21,7 +21,8 @@
 #    `cudaGraphUpload` changes.
 # 3. Compute and plot when a graph has paid for its setup (break-even).
 # 4. Build the same graph node by node with the explicit graph API and compare it with capture.
-# 5. Know where graphs stop helping: a single long kernel, a one-kernel graph, and kernel fusion.
+# 5. Know where graphs stop helping (a single long kernel, kernel fusion), and why a one-kernel
+#    graph still helps from Python.
 #
 # About 30 minutes.
 
@@ -51,11 +52,14 @@ x = labkit.to_device(x0)
 # `timing.graph_phases(record, stream)` warms `record` up eagerly, then, several times: captures it,
 # instantiates it, launches the fresh executable once (first launch), instantiates a second one
 # and uploads it before its first launch, and finally times steady launches. Each phase is timed
-# on its own, launches including a synchronize.
+# on its own. The launch phases include a synchronize: "steady launch + sync" is the time until
+# the GPU has *run* the graph, so it grows with the graph's GPU time (1000 kernels take a while
+# to run). "launch call alone" times the same `cudaGraphLaunch` call without the wait: what the
+# host pays to submit the graph.
 #
 # What to look for: capture from Python costs about as much as running the same launches eagerly
-# (numba still prepares every launch); instantiate grows with the number of nodes; the steady
-# launch is the cheap part.
+# (numba still prepares every launch); instantiate grows with the number of nodes; the launch
+# call alone is the cheap part, a few µs, and grows far more slowly than the graph.
 
 # %%
 SIZES = [1, 10, 100, 200, 1000]
@@ -63,7 +67,8 @@ phases = {}
 for n in SIZES:
     phases[n] = timing.graph_phases(lambda st, n=n: workloads.chain(n, x, st), s, repeat=3, steady=10)
 
-names = ["capture", "instantiate", "upload", "first_launch", "uploaded_first_launch", "steady_launch"]
+names = ["capture", "instantiate", "upload", "first_launch", "uploaded_first_launch", "steady_launch",
+         "launch_call"]
 print(f"{'nodes':>5} " + " ".join(f"{n:>22}" for n in names))
 for n in SIZES:
     print(f"{n:5d} " + " ".join(f"{phases[n][k].median:19.1f} µs" for k in names))
@@ -74,8 +79,9 @@ plot.phase_costs(SIZES, {
     "instantiate": [phases[n]["instantiate"] for n in SIZES],
     "upload": [phases[n]["upload"] for n in SIZES],
     "first launch": [phases[n]["first_launch"] for n in SIZES],
-    "steady launch": [phases[n]["steady_launch"] for n in SIZES],
-}, title="add_one chain: the phases of a graph's life")
+    "steady launch + sync": [phases[n]["steady_launch"] for n in SIZES],
+    "launch call alone": [phases[n]["launch_call"] for n in SIZES],
+}, title="add_one chain: the phases of a graph's life (launches + sync, except the call alone)")
 plt.show()
 i1, i1000 = phases[1]["instantiate"].median, phases[1000]["instantiate"].median
 labkit.expect(i1000 > 5 * i1, "instantiating 1000 nodes costs over 5× instantiating one",
@@ -96,7 +102,9 @@ labkit.expect(phases[1000]["steady_launch"].median < phases[1000]["capture"].med
 # executable does that implicitly, so the first launch costs more than the next; `cudaGraphUpload`
 # (`GraphExec.upload(stream)`, or `instantiate(upload_stream=...)`) does it ahead of time, off the
 # critical path of the first request. What to look for: the first launch above the steady one, and
-# the launch that follows an upload close to the steady one.
+# the launch that follows an upload close to the steady one. All three launches here include the
+# synchronize after them (the GPU running the 1000 kernels is part of each bar), so compare them
+# with each other, not with the launch call alone.
 
 # %%
 big = phases[1000]
@@ -104,7 +112,8 @@ vals = {"first launch": big["first_launch"], "upload": big["upload"],
         "then launch": big["uploaded_first_launch"], "steady launch": big["steady_launch"]}
 for k, v in vals.items():
     print(f"{k:14} {v.median:9.1f} µs")
-plot.bars(vals, ylabel="time (µs)", title="1000-node graph: first launch vs upload + launch vs steady")
+plot.bars(vals, ylabel="time until the GPU is done (µs)",
+          title="1000-node graph: first launch vs upload + launch vs steady (each + sync)")
 plt.show()
 labkit.expect(big["first_launch"].median > big["steady_launch"].median,
               "a 1000-node graph's first launch costs more than a steady one",
@@ -226,9 +235,16 @@ g_exp.close(); g_cap.close()
 #
 # One long `busy` kernel (about 300 µs), and one tiny `add_one`, each launched eagerly and as a
 # one-node graph. What to look for: for the long kernel the two are nearly equal, since the launch
-# is a small part of the time. For the tiny kernel a graph saves at most one launch's host cost
-# per iteration, which from Python is numba's dispatch, but it costs a capture and an instantiation
-# first.
+# is a small part of the time: this is where a graph stops helping.
+#
+# The tiny kernel is a different story, and it is about Python, not about graphs. A one-node
+# graph saves one launch's host cost per iteration. From Python that launch is numba's dispatch
+# (typing the arguments, flattening them, building the launch: about 15-20 µs on the H200),
+# while `cudaGraphLaunch` of one node costs a few µs, so the graph comes out several times faster
+# (4.3× on the H200). From C++, where an eager launch is one `cuLaunchKernel` of a few µs, the
+# same one-node graph would be about 1×: it has nothing to remove. `labkit.prepare` (notebook 01)
+# gets most of the same saving from Python without a graph. And the graph costs a capture and an
+# instantiation first.
 
 # %%
 PROBE = 10_000
@@ -251,7 +267,8 @@ for name, launch in (("one long kernel", lambda: workloads.busy[4, 256, s](xl, I
     gr = timing.measure(lambda: ex.launch(s), sync=s, warmup=WARMUP, repeat=REPEAT).median
     rows[name] = (e, gr)
     ex.close(); g.close()
-    print(f"{name:16} eager {e:8.1f} µs   graph {gr:8.1f} µs   saving {e - gr:6.1f} µs per iteration")
+    print(f"{name:16} eager {e:8.1f} µs   graph {gr:8.1f} µs   saving {e - gr:6.1f} µs per iteration"
+          f"   (eager / graph {e / gr:.1f}x)")
 e, gr = rows["one long kernel"]
 labkit.expect(abs(e - gr) < 0.25 * e, "for one ~300 µs kernel a graph changes the time by under 25%",
               measured=f"eager {e:.1f} µs, graph {gr:.1f} µs",
@@ -321,9 +338,12 @@ ex_f.close()
 #   iterations.
 # * Capture and explicit construction give the same graph. The explicit API controls the shape,
 #   and from Python it builds several times faster, since it skips numba's launch path.
-# * Graphs remove launch cost. For long kernels there is little to remove; for one kernel there is
-#   at most one launch to save; and the memory traffic between small kernels is only removed by
-#   fusing them.
+# * Graphs remove launch cost. For long kernels there is little to remove; for one tiny kernel
+#   there is one launch to save, which from Python (numba's dispatch) is worth several times the
+#   graph launch and from C++ about nothing; and the memory traffic between small kernels is only
+#   removed by fusing them.
+# * A launch timed with its synchronize measures the GPU's work too: time the launch call alone to
+#   see what the host pays.
 #
 # ## Exercise
 #

@@ -403,7 +403,7 @@ labkit.expect(big["exec update"] < big["re-instantiate"] < big["re-capture + ins
 # - with `buckets`, a request is padded up to the smallest bucket that holds it: vLLM captures
 #   a list of batch sizes ahead of time and pads each batch to the next one (*bucketed*);
 # - `max_entries` bounds the number of executables kept (each holds device memory); the least
-#   recently used one is destroyed to make room (LRU eviction);
+#   recently used one is destroyed to make room (LRU eviction: least recently used first);
 # - it counts hits, misses, evictions, requested and padded elements.
 #
 # The work must cost more when the batch is larger, or padding would be free. Our kernel

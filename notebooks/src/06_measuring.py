@@ -16,7 +16,8 @@
 #
 # **You will learn to**
 # - keep warm-up (JIT compilation, module load, allocation, graph upload) out of steady-state figures;
-# - drive a seeded request loop and report p50/p95/p99 latency, throughput and CPU utilization, eager against graph;
+# - drive a seeded request loop and report p50/p95/p99 latency (the latency that 50 %, 95 %, 99 % of
+#   requests stay under), throughput and CPU utilization, eager against graph;
 # - find and remove synchronizations that cost time and buy nothing;
 # - compare two versions in alternating rounds, so the host's drift cannot pick the winner;
 # - recognise the workloads where a graph does **not** pay, and decide with a short checklist.
@@ -113,9 +114,10 @@ plot.bars(warm, ylabel="host time (µs)", log=True, title="06-1 Warm-up costs vs
 # arrivals are a Poisson process whose rate loads the *eager* server to about 70 %.
 #
 # Each request is served once, for real, and its service time measured; the arrivals are then
-# replayed against those service times as a single-worker FIFO queue, so a request's latency is
-# its waiting time plus its service time. For the graph server one graph per size bucket is
-# captured and uploaded at start-up (warm-up, section 1).
+# replayed against those service times as a single-worker FIFO queue (first in, first out), so a
+# request's latency is its waiting time plus its service time. The latencies are therefore a
+# *model* fed with measured service times, and figure 06-2's title says so. For the graph server
+# one graph per size bucket is captured and uploaded at start-up (warm-up, section 1).
 
 # %%
 rng = np.random.default_rng(2024)
@@ -163,8 +165,8 @@ for kind, sv in service.items():
     rows[kind] = dict(p50=lats[kind].p50, p95=lats[kind].p95, p99=lats[kind].p99,
                       throughput=N_REQ / span * 1e6,
                       cpu_launch=sv[:, 1].sum() / span,       # CPU busy submitting work
-                      cpu_spin=sv[:, 0].sum() / span)         # + spin-waiting in synchronize
-print(f"{'':6s} {'p50 µs':>8s} {'p95 µs':>8s} {'p99 µs':>8s} {'req/s':>8s} {'CPU(launch)':>12s} {'CPU(+spin)':>11s}")
+                      cpu_spin=sv[:, 0].sum() / span)         # wall time: submit + wait in synchronize
+print(f"{'':6s} {'p50 µs':>8s} {'p95 µs':>8s} {'p99 µs':>8s} {'req/s':>8s} {'CPU(launch)':>12s} {'busy(wall)':>11s}")
 for kind, r in rows.items():
     print(f"{kind:6s} {r['p50']:8.0f} {r['p95']:8.0f} {r['p99']:8.0f} {r['throughput']:8.0f} "
           f"{r['cpu_launch']:12.1%} {r['cpu_spin']:11.1%}")
@@ -177,15 +179,18 @@ labkit.expect(rows["graph"]["cpu_launch"] < rows["eager"]["cpu_launch"],
               measured=f"CPU(launch) graph {rows['graph']['cpu_launch']:.1%}, eager "
                        f"{rows['eager']['cpu_launch']:.1%}",
               why="a busy host stalled the graph server's launches", look="the CPU(launch) column")
-plot.latency_cdf(lats, logx=True, title="06-2 Request latency (wait + service), eager vs graph");
+plot.latency_cdf(lats, logx=True, title="06-2 Request latency (wait + service), eager vs graph",
+                 model="one-worker FIFO queue replayed over the measured service times");
 
 # %% [markdown]
 # Read the table and the CDF together. Throughput is set by the arrivals (both servers keep
 # up), so it hardly differs; the difference is in the **tail**: eager requests queue behind slow
 # eager requests, which p95/p99 show far more than p50. `CPU(launch)` is the share of the
-# makespan one core spends submitting work — the graph's should be a small fraction of eager's.
-# `CPU(+spin)` adds the time spent inside `cudaStreamSynchronize`, which by default spins; that
-# part is not work and can be turned into sleep (blocking-sync scheduling) at some latency cost.
+# makespan one core spends submitting work, in CPU time (`timing.wall_and_cpu`) — the graph's
+# should be a small fraction of eager's. `busy(wall)` is not CPU time: it is the worker's wall
+# time per request (submitting, then waiting in `cudaStreamSynchronize`) as a share of the
+# makespan. By default that wait spins, so the core is busy for all of it, but the spin is not
+# work and can be turned into sleep (blocking-sync scheduling) at some latency cost.
 
 # %% [markdown]
 # ## 3. Needless synchronizations
@@ -232,9 +237,13 @@ for name in ("sync after each", "one sync at end", "graph"):
 
 # %% [markdown]
 # In the first timeline the stream row shows a gap before every kernel: the GPU idles while
-# the CPU returns from the synchronize and launches again. With one synchronize the CPU runs
-# ahead and the GPU kernels are back to back, limited by the CPU's launch rate; the graph
-# removes the per-launch CPU cost too.
+# the CPU returns from the synchronize and launches again. With one synchronize at the end there
+# is no wait on the CPU's side any more, but the stream row still has gaps: each tiny kernel runs
+# in a few µs while numba needs about 20 µs to launch the next one, so the GPU waits for the
+# CPU's launch rate (the gaps are the launches, not synchronizations). Only the graph runs its
+# kernels back to back: one `cudaGraphLaunch` submits all 50, and the GPU no longer waits for the
+# host. On a GPU the timeline is traced with CUPTI (NVIDIA's profiling interface), which makes
+# each launch a little dearer; the note under each figure says by how much.
 
 # %% [markdown]
 # ## 4. When *not* to use a graph

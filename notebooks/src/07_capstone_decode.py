@@ -121,6 +121,14 @@ plot.latency_cdf({n: timing.Stats(r.token_us, label=n) for n, r in rows.items()}
                  title="07-2 Per-token latency");
 
 # %% [markdown]
+# On a GPU run the table also has PyTorch rows. "torch CUDAGraph" replays a captured step too,
+# yet it comes out slower than "numba graph": PyTorch runs the same step as many more, smaller
+# operations (each elementwise multiply, mean, `rsqrt`, mask and index is a kernel of its own,
+# where the course's numba kernels fuse them), so its captured graph holds several times the
+# nodes, and a replay costs GPU time for every node. A graph removes launch cost; it does not
+# merge kernels (notebook 03's fusion section).
+
+# %% [markdown]
 # The capture, instantiation and upload (`setup µs`) are paid once. `plot.breakeven` gives the
 # number of tokens after which the graph has paid for itself:
 
@@ -133,14 +141,16 @@ labkit.expect(be is not None and be < N_TOK * 4, f"the graph pays for itself wit
               why="your GPU's kernels take longer than a launch here, so each token saves little "
                   "and the setup takes longer to pay back", look="the amortization plot")
 plot.amortization(graph.setup_us, np.median(eager.token_us), np.median(graph.token_us), N_TOK,
-                  title="07-4 When does capturing the step pay off?");
+                  title="07-3 When does capturing the step pay off?", xlabel="tokens");
 
 # %% [markdown]
 # ## 5. The timeline of one token
 #
 # Eager: the CPU row is a wall of launches and the GPU row mostly gaps, since each kernel takes
 # less time than the CPU needs to launch the next one. Graph: one launch call, then the kernels
-# back to back.
+# back to back. On a GPU the timeline is a CUPTI trace: tracing makes each launch a little dearer
+# (the note under each figure says by how much), and CUPTI's share of the graph launch, which
+# grows with its node count, is drawn hatched: the solid part is what the launch costs untraced.
 
 # %%
 for name in ("eager", "graph"):
@@ -155,19 +165,19 @@ for name in ("eager", "graph"):
     gpu_rows = [r for r in tl.rows() if r != "CPU"]
     if gpu_rows:
         print(f"{name}: GPU busy {tl.busy_fraction(gpu_rows[0]):.0%} of the token's time")
-    plot.timeline(tl, title=f"07-3 One token, {name}", max_labels=0)
+    plot.timeline(tl, title=f"07-4 One token, {name}", max_labels=0)
     plt.show()
 
 # %% [markdown]
 # ## Summary
 #
 # - One decode step of even a tiny model is dozens of short kernels; launched eagerly, the CPU's
-#   launch cost, not the GPU, sets the token rate (07-3).
+#   launch cost, not the GPU, sets the token rate (07-4).
 # - Keeping the position and the token in device memory makes a single captured step valid for
 #   every token: no node updates, nothing to change on the host between replays.
 # - The graph decode produces exactly the tokens of eager decoding and of the numpy reference, at
 #   a multiple of the tokens per second (07-1, 07-2), and its setup is paid back within a few
-#   tokens.
+#   tokens (07-3).
 #
 # ## Exercise: several tokens per launch
 #

@@ -17,7 +17,7 @@ PKG = Path(__file__).resolve().parents[2] / "labkit"
 # Bottom first. A module may import modules of its own layer and of the layers below it.
 LAYERS = [
     ("runtime", ["labkit.sim", "labkit.sim.*", "labkit._calibration", "labkit._runtime12"]),
-    ("leaves", ["labkit._errors", "labkit._handles", "labkit._capstack"]),
+    ("leaves", ["labkit._errors", "labkit._handles", "labkit._capstack", "labkit._hostspans"]),
     ("backend", ["labkit.backend", "labkit.backend.*"]),
     ("kernels, streams, prepared", ["labkit._kernel", "labkit._streams", "labkit._prepared"]),
     ("capture, graphs, cache", ["labkit._capture", "labkit._graph", "labkit.cache",
@@ -28,7 +28,7 @@ LAYERS = [
     ("course", ["labkit.course", "labkit.course.*"]),
     ("cli", ["labkit.cli", "labkit.cli.*", "labkit.__main__"]),
 ]
-LEAVES = {"labkit._errors", "labkit._handles", "labkit._capstack"}   # import nothing of labkit
+LEAVES = {"labkit._errors", "labkit._handles", "labkit._capstack", "labkit._hostspans"}   # import nothing of labkit
 CORE = {name for name, _ in LAYERS[:LAYERS.index(("public API", ["labkit"])) + 1]}
 # Where a comparison with a backend's name is no branch on the active backend.
 NAME_COMPARISONS_ALLOWED = {

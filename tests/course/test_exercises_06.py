@@ -39,3 +39,22 @@ def test_check_rejects_a_loop_that_drops_kernels():
     with labkit.Stream() as s:
         with pytest.raises(AssertionError, match=r"^your function changed the result"):
             nb06.check_fewer_syncs(too_few, s)
+
+
+def test_check_rejects_keeping_a_sync_after_every_kernel():
+    # the wrong answer issue 15 found passing: only the copy dropped (ratio 0.74 ≤ 0.85)
+    def sync_each(x, stream):
+        for _ in range(nb06.N_KERNELS):
+            add_one[4, 256, stream](x)
+            stream.synchronize()
+
+    with labkit.Stream() as s:
+        with pytest.raises(AssertionError,
+                           match=r"^your function still synchronizes after every kernel \(20 "):
+            nb06.check_fewer_syncs(sync_each, s)
+
+
+def test_check_counts_one_sync_for_the_solution():
+    with labkit.Stream() as s:
+        out = nb06.check_fewer_syncs(_notebooks("solution", s)["fast_update"], s)
+    assert out["syncs"] == 1

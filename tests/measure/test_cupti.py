@@ -212,3 +212,11 @@ def test_trace_of_20_eager_launches_has_20_kernel_spans_in_launch_order():
     launches = [s for s in spans if s.row == "CPU" and s.kind == "launch"]
     assert len(launches) >= 20
     np.testing.assert_array_equal(x.copy_to_host(), np.full(1024, 21.0, np.float32))
+
+
+def test_a_graph_level_record_becomes_one_graph_bar_on_its_stream_row():
+    rec = Record(kind="graph_trace", start_ns=1_000, end_ns=31_000, stream_id=7,
+                 correlation_id=3, graph_id=12)
+    (span,) = records_to_spans([rec], t0_ns=0)
+    assert (span.row, span.name, span.kind) == ("stream 7", "graph", "kernel")
+    assert (span.start_us, span.end_us, span.graph_id) == (1.0, 31.0, 12)

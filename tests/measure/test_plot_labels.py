@@ -1,0 +1,145 @@
+"""labkit.plot says what each figure is (measured, simulated, a model, a captured shape) and
+stays legible: named DAG nodes, explained whiskers and bands, tidy log ticks, visible thin
+spans, the tracer's share marked."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # before pyplot: CI has no display
+
+import matplotlib.pyplot as plt  # noqa: E402
+import networkx as nx  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from labkit import plot  # noqa: E402
+from labkit.measure._spans import Span, Timeline  # noqa: E402
+from labkit.measure.stats import Stats  # noqa: E402
+
+PROV = "measured on Test GPU"
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _legend_texts(ax) -> list[str]:
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_amortization_is_titled_a_model_of_measured_inputs():
+    ax = plot.amortization(100.0, 10.0, 2.0, 50, provenance=PROV, xlabel="tokens")
+    line = ax.get_title().splitlines()[-1]
+    assert line.startswith("model: cumulative time = setup + n × per-iteration cost")
+    assert line.endswith("inputs measured on Test GPU")
+    assert ax.get_xlabel() == "tokens"
+
+
+def test_latency_plots_from_a_model_say_so():
+    samples = {"eager": Stats(np.arange(1.0, 50.0))}
+    ax = plot.latency_cdf(samples, provenance=PROV, model="FIFO replay of the service times")
+    assert ax.get_title().endswith("model: FIFO replay of the service times; inputs measured on Test GPU")
+    ax2 = plot.latency_hist(samples, provenance=PROV)
+    assert ax2.get_title().endswith(PROV)
+
+
+def test_dag_is_titled_a_captured_shape_not_a_measurement():
+    g = nx.DiGraph()
+    g.add_node(0, kind="kernel")
+    ax = plot.graph_dag(g)
+    assert "graph shape, captured on" in ax.get_title()
+    assert "not a measurement" in ax.get_title()
+
+
+def test_dag_nodes_show_their_kernels_short_names_fitting_their_circles():
+    g = nx.DiGraph()
+    g.add_node(0, kind="kernel", label="0:kernel", name="_ZN8__main__7add_oneB2v1E5ArrayIfLi1E1C7mutable7alignedE")
+    g.add_node(1, kind="kernel", label="1:kernel", name="attention_scores_softmax")
+    g.add_node(2, kind="memset", label="2:memset", name="memset")
+    g.add_edges_from([(0, 1), (1, 2)])
+    ax = plot.graph_dag(g, provenance=PROV)
+    texts = {t.get_text() for t in ax.texts}
+    assert {"add_one", "attention…", "memset"} <= texts
+    assert all(len(t) <= 10 for t in texts)
+
+
+def test_bars_with_whiskers_say_what_bar_and_whisker_are():
+    ax = plot.bars({"eager": Stats(np.arange(10.0, 40.0)), "graph": Stats(np.arange(1.0, 4.0, 0.1))},
+                   provenance=PROV)
+    assert ax.get_xlabel() == "bar: median · whisker: up to p95 of the samples"
+    assert plot.bars({"eager": 30.0}, provenance=PROV).get_xlabel() == ""
+
+
+def test_shaded_bands_are_explained_in_the_legend():
+    ks = [1, 10, 100]
+    series = {"eager": [Stats(np.arange(20.0, 40.0))] * 3, "graph": [Stats(np.arange(1.0, 3.0, .1))] * 3}
+    ax = plot.per_kernel_cost(ks, series, provenance=PROV)
+    assert "line: median · shaded: p5–p95 of the samples" in _legend_texts(ax)
+    ax2 = plot.per_kernel_cost(ks, {"eager": [30.0, 30.0, 30.0]}, provenance=PROV)
+    assert _legend_texts(ax2) == ["eager"]
+
+
+def test_per_kernel_cost_draws_a_log_time_axis_on_request():
+    ax = plot.per_kernel_cost([1, 10, 100], {"eager": [30.0, 30.0, 30.0], "graph": [30.0, 4.0, 1.2]},
+                              logy=True, provenance=PROV)
+    assert ax.get_yscale() == "log"
+    assert ax.get_ylabel() == "time per kernel (µs, log)"
+
+
+@pytest.mark.parametrize("where", ["best", "outside", "below"])
+def test_legends_go_where_asked(where):
+    ax = plot.per_kernel_cost([1, 10], {"eager": [3.0, 3.0]}, provenance=PROV, legend=where)
+    assert ax.get_legend() is not None
+
+
+def test_an_unknown_legend_place_is_refused_with_the_choices():
+    with pytest.raises(ValueError, match=r"^legend='sideways': choose 'best', 'outside' or 'below'"):
+        plot.per_kernel_cost([1, 10], {"eager": [3.0, 3.0]}, provenance=PROV, legend="sideways")
+
+
+def test_log_axes_label_only_major_ticks_with_plain_numbers():
+    rng = np.random.default_rng(1)
+    ax = plot.latency_cdf({"a": Stats(rng.lognormal(np.log(100), 0.3, 200)),
+                           "b": Stats(rng.lognormal(np.log(600), 0.3, 200))},
+                          logx=True, provenance=PROV)
+    ax.figure.canvas.draw()
+    assert all(t.get_text() == "" for t in ax.xaxis.get_minorticklabels())
+    majors = [t.get_text() for t in ax.xaxis.get_majorticklabels() if t.get_text()]
+    assert majors and all("$" not in t for t in majors)      # "200", not "$2\\times10^2$"
+
+
+def _wide_timeline(added_us: float = 0.0) -> Timeline:
+    spans = [Span("CPU", "cudaGraphLaunch", 0.0, 30.0, "graph", added_us=added_us),
+             Span("CPU", "cudaStreamSynchronize", 30.0, 5000.0, "sync"),
+             Span("stream 7", "add_one", 40.0, 41.0, "kernel")]
+    return Timeline(spans, source="cupti")
+
+
+def test_thin_spans_on_a_wide_timeline_are_drawn_visible_and_the_plot_says_so():
+    ax = plot.timeline(_wide_timeline(), provenance=PROV)
+    assert "spans shorter than 7.5 µs drawn that wide" in ax.get_xlabel()
+    widths = [path.get_extents().width for c in ax.collections for path in c.get_paths()]
+    assert min(widths) >= 7.5 - 1e-9
+
+
+def test_the_tracers_share_of_a_span_is_hatched_and_named_in_the_legend():
+    ax = plot.timeline(_wide_timeline(added_us=25.0), provenance=PROV)
+    assert "added by the tracer" in _legend_texts(ax)
+    assert any(c.get_hatch() == "////" for c in ax.collections)
+    assert "added by the tracer" not in _legend_texts(plot.timeline(_wide_timeline(), provenance=PROV))
+
+
+def test_a_captured_graph_names_its_kernel_nodes_for_the_drawing():
+    import labkit
+    from tests.kernels import BLOCK, GRID, N, add_one
+    if labkit.backend != "sim":
+        pytest.skip("the GPU's kernel names come from the driver: see test_trace_honesty's run")
+    s = labkit.Stream()
+    x = labkit.to_device(np.zeros(N, np.float32))
+    with labkit.capture(s) as cap:
+        add_one[GRID, BLOCK, s](x)
+    g = cap.graph.to_networkx()
+    assert g.nodes[0]["name"] == "add_one" and g.nodes[0]["kind"] == "kernel"
+    s.close()

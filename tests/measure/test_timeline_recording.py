@@ -1,0 +1,189 @@
+"""labkit.timing.timeline: the CPU row is labkit's own calls (the same spans on both backends),
+a learner's raw runtime calls join it, and a graph's independent branches get a row each.
+
+Runs on the simulator (the GPU side of the same rules is tests/measure/test_trace_honesty.py).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import labkit
+from labkit import _hostspans, timing
+from labkit.measure import _trace
+from labkit.measure._spans import CPU_ROW, Span
+from labkit.sim.clock import Lanes, P
+from tests.kernels import BLOCK, GRID, N, add_one
+
+pytestmark = pytest.mark.skipif(os.environ.get("LABKIT_BACKEND", "sim") != "sim",
+                                reason="the simulator's timelines (LABKIT_BACKEND=sim)")
+
+
+@pytest.fixture
+def stream():
+    s = labkit.Stream()
+    yield s
+    s.close()
+
+
+def _cpu(tl):
+    return [(s.name, s.kind) for s in tl.row_spans(CPU_ROW)]
+
+
+def test_cpu_row_shows_each_labkit_call_once_as_what_it_is(stream):
+    x = labkit.to_device(np.zeros(N, np.float32))
+    prepared = labkit.prepare(add_one, GRID, BLOCK, stream, x)
+    with labkit.capture(stream) as cap:
+        add_one[GRID, BLOCK, stream](x)
+    ex = cap.graph.instantiate()
+    with timing.timeline() as rec:
+        add_one[GRID, BLOCK, stream](x)
+        prepared()
+        ex.launch(stream)
+        stream.synchronize()
+    assert _cpu(rec.timeline) == [("launch add_one", "launch"), ("prepared add_one", "launch"),
+                                  ("cudaGraphLaunch", "graph"), ("cudaStreamSynchronize", "sync")]
+
+
+def test_eager_launch_span_is_the_whole_dispatch_the_model_charges(stream):
+    x = labkit.to_device(np.zeros(N, np.float32))
+    with timing.timeline() as rec:
+        add_one[GRID, BLOCK, stream](x)
+    (span,) = rec.timeline.row_spans(CPU_ROW)
+    assert span.duration_us == pytest.approx(P("numba_launch_us"))
+
+
+def test_raw_runtime_calls_outside_labkit_calls_join_the_cpu_row(stream):
+    x = labkit.to_device(np.zeros(N, np.float32))
+    with timing.timeline() as rec:
+        add_one[GRID, BLOCK, stream](x)
+        labkit.rt.cudaStreamSynchronize(int(stream))       # a learner's raw call
+    assert _cpu(rec.timeline) == [("launch add_one", "launch"), ("cudaStreamSynchronize", "sync")]
+
+
+def test_no_span_is_recorded_when_no_timeline_is_open(stream):
+    x = labkit.to_device(np.zeros(N, np.float32))
+    add_one[GRID, BLOCK, stream](x)
+    assert _hostspans.active is None
+
+
+def test_timelines_cannot_nest():
+    with timing.timeline():
+        with pytest.raises(RuntimeError, match=r"^a timeline is already recording"):
+            with timing.timeline():
+                pass
+    assert _hostspans.active is None
+
+
+def test_a_forked_graph_draws_each_branch_on_a_row_of_its_own(stream):
+    sides = [labkit.Stream() for _ in range(2)]
+    xs = [labkit.to_device(np.zeros(N, np.float32)) for _ in range(3)]
+    with labkit.capture(stream) as cap:
+        with labkit.fork(stream, *sides):
+            for s, x in zip([stream] + sides, xs):
+                add_one[GRID, BLOCK, s](x)
+                add_one[GRID, BLOCK, s](x)
+    ex = cap.graph.instantiate()
+    with timing.timeline() as rec:
+        ex.launch(stream)
+        stream.synchronize()
+    device_rows = [r for r in rec.timeline.rows() if r != CPU_ROW]
+    assert len(device_rows) == 3
+    assert all(len([s for s in rec.timeline.row_spans(r) if s.kind == "kernel"]) == 2
+               for r in device_rows)
+    for s in sides:
+        s.close()
+
+
+def test_a_chain_stays_on_one_lane_and_parallel_roots_take_new_ones():
+    lanes = Lanes()
+    assert [lanes.place(i, [i - 1] if i else [], float(i), i + 1.0) for i in range(3)] == [0, 0, 0]
+    fork = Lanes()
+    # 0 -> (1, 2) -> 3: the two branches run side by side, the join continues a branch's lane
+    assert fork.place(0, [], 0.0, 1.0) == 0
+    assert fork.place(1, [0], 1.0, 2.0) == 0
+    assert fork.place(2, [0], 1.0, 2.0) == 1
+    assert fork.place(3, [1, 2], 2.0, 3.0) == 0
+
+
+# --------------------------------------------------------------------------- the GPU's assembly
+
+class _FakeGraph:
+    def __init__(self, kinds):
+        self._kinds = kinds
+
+    def node_kinds(self):
+        return self._kinds
+
+
+class _FakeExec:
+    def __init__(self, kinds):
+        self.graph = _FakeGraph(kinds)
+
+
+def test_gpu_timeline_aligns_host_spans_to_device_records_and_drops_the_warmup():
+    # host clock (perf_counter ns) runs 1_000_000 ns behind CUPTI's; the block begins at 5000 ns
+    host = [_hostspans.HostSpan("launch add_one", "launch", 5_000, 35_000, None)]
+    records = [Span("stream 7", "_labkit_trace_probe", 1.0, 2.0, "kernel"),   # warm-up
+               Span("stream 7", "add_one", 1_000.0, 1_002.0, "kernel")]       # µs from t0_cupti
+    tl = _trace.gpu_timeline(host, records, begin_ns=5_000, offset_ns=1_000_000,
+                             t0_cupti_ns=6_000, note="", warmup_names=("_labkit_trace_probe",))
+    (cpu,) = tl.row_spans(CPU_ROW)
+    assert (cpu.start_us, cpu.end_us) == (0.0, 30.0)
+    (kernel,) = tl.row_spans("stream 7")
+    # the block began at CUPTI 1_005_000 ns = 999 µs after t0_cupti
+    assert kernel.start_us == pytest.approx(1.0)
+    assert tl.source == "cupti"
+
+
+def test_gpu_timeline_marks_the_tracers_share_of_a_graph_launch_by_its_kernel_nodes():
+    ex = _FakeExec(["kernel"] * 20 + ["memset"])
+    host = [_hostspans.HostSpan("cudaGraphLaunch", "graph", 0, 30_000, ex),
+            _hostspans.HostSpan("cudaGraphLaunch", "graph", 40_000, 41_000, ex)]
+    tl = _trace.gpu_timeline(host, [], begin_ns=0, offset_ns=0, t0_cupti_ns=0, note="",
+                             graph_added=_trace.GraphAdded(3.0, 0.7))
+    first, second = tl.row_spans(CPU_ROW)
+    assert first.added_us == pytest.approx(17.0)      # 3 µs + 20 kernel nodes x 0.7 µs
+    assert second.added_us == pytest.approx(1.0)      # never more than the span itself
+
+
+def test_api_records_inside_labkit_spans_are_left_out_and_others_kept():
+    labkit_spans = [Span(CPU_ROW, "launch add_one", 0.0, 30.0, "launch")]
+    api = [Span(CPU_ROW, "cuLaunchKernel", 20.0, 28.0, "launch"),
+           Span(CPU_ROW, "cudaMemcpy", 40.0, 45.0, "api")]
+    merged = _trace.merge_cpu_rows(labkit_spans, api)
+    assert [s.name for s in merged] == ["launch add_one", "cudaMemcpy"]
+
+
+def test_the_note_says_what_tracing_adds_per_eager_launch_and_per_graph_launch():
+    untraced = _trace.ProbeCosts(eager=20.0, graph=3.0, graph1=2.0)
+    traced = _trace.ProbeCosts(eager=31.0, graph=17.0 + 2.0, graph1=2.0 + 2.0 + 0.7)
+    note, added = _trace.added_note(untraced, traced, nodes=20)
+    assert added.per_node_us == pytest.approx(0.7)
+    assert added.fixed_us == pytest.approx(2.0)
+    assert "≈11 µs to an eager launch (20 → 31 µs)" in note
+    assert "≈2 µs + 0.70 µs per kernel node" in note
+
+
+def test_the_graph_share_fit_never_goes_negative():
+    # a noisy probe: the big graph came out cheaper traced than untraced
+    added = _trace.graph_added(_trace.ProbeCosts(20.0, 10.0, 2.0),
+                               _trace.ProbeCosts(25.0, 9.0, 3.0), nodes=20)
+    assert added.per_node_us == 0.0 and added.fixed_us == pytest.approx(1.0)
+
+
+def test_the_trace_probe_launches_through_labkit_and_keeps_its_records_named():
+    probe = _trace.TraceProbe()
+    costs = probe.host_costs_us()
+    assert costs.eager > costs.graph1 > 0          # the model: numba's dispatch vs one node
+    with timing.timeline() as rec:
+        probe.warm()
+    names = {s.name for s in rec.timeline.spans if s.kind == "kernel"}
+    assert names == {_trace.TraceProbe.NAME}
+
+
+def test_a_span_refuses_a_tracer_share_longer_than_itself():
+    with pytest.raises(ValueError, match=r"added_us=5 must lie between 0 and the span's duration"):
+        Span(CPU_ROW, "cudaGraphLaunch", 0.0, 2.0, "graph", added_us=5)
