@@ -985,13 +985,12 @@ def cudaGraphExecUpdate(hGraphExec, hGraph):
         return (_fail(E.cudaErrorInvalidValue), None)
     _clock.api("cudaGraphExecUpdate",
                _clock.C("exec_update", len(g.nodes)))
-    if len(g.nodes) != len(x.nodes) or _cond.update_error(x, g) is not None:   # conditional
-        return (_fail(E.cudaErrorGraphExecUpdateFailure), None)
+    err = _cond.update_error(x, g)          # the same shape, conditional bodies included
+    if err is not None:
+        return (_fail(err), None)
     index = {n: i for i, n in enumerate(g.nodes)}
-    for (xtype, _, xdeps), n in zip(x.nodes, g.nodes):
-        if xtype != n.type or sorted(xdeps) != sorted(index[d] for d in n.deps):
-            return (_fail(E.cudaErrorGraphExecUpdateFailure), None)
     x.nodes = [(n.type, dict(n.payload), [index[d] for d in n.deps]) for n in g.nodes]
+    _cond.on_update(x, g)
     info = cudaGraphExecUpdateResultInfo()
     info.result = cudaGraphExecUpdateResult.cudaGraphExecUpdateSuccess
     return E.cudaSuccess, info
