@@ -29,7 +29,7 @@ from numba import cuda
 
 from . import decoder as dec
 from .decoder.generate import _warm
-from .decoder.kernels import _bytes_cost
+from .decoder.kernels import _bytes_cost, _step_cost
 from .._errors import check
 from .._handles import stream_handle
 from .._kernel import kernel, to_device
@@ -62,7 +62,7 @@ def _advance_or_stop_ref(grid, block, ctl, tok, pos, done, h):
         set_condition(h, 0)
 
 
-@kernel(reference=_advance_or_stop_ref, cost=_bytes_cost)
+@kernel(reference=_advance_or_stop_ref, cost=_step_cost)
 def advance_or_stop(ctl, tok, pos, done, h):
     """The loop body's last kernel: the step's ``advance`` (pos += 1), then stop the loop at
     the end-of-sequence token or at the token limit."""
