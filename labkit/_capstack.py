@@ -35,9 +35,16 @@ def current():
     return stack[-1] if stack else None
 
 
-def keep(args) -> None:
-    """Keep ``args`` alive with the capture in progress: its graph refers to their memory."""
+def keep(args, kernel=None) -> None:
+    """Keep ``args`` alive with the capture in progress: its graph refers to their memory.
+
+    ``kernel``, the labkit kernel launched with them, is remembered too: a later node update of
+    the graph is checked against the kinds of arguments each kernel was captured with."""
     if open_count:
         cap = current()
         if cap is not None:
             cap.keepalive.append(args)
+            if kernel is not None:
+                seen = cap.launched.setdefault(kernel, [])
+                if len(seen) < 4:          # a few shapes are enough to check against
+                    seen.append(args)

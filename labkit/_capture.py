@@ -24,9 +24,19 @@ class Capture:
 
     def __init__(self, stream, mode):
         self.stream, self.mode = stream, mode
-        self.graph = None
+        self._graph, self._open = None, False
         self.first_error: CudaError | None = None
         self.keepalive: list = []
+        self.launched: dict = {}     # kernel -> argument tuples launched with (see _capstack.keep)
+
+    @property
+    def graph(self):
+        """The captured `labkit.Graph`; it exists once the with-block has ended."""
+        if self._open:
+            raise RuntimeError("cap.graph does not exist yet: the graph is made when the "
+                               "`with labkit.capture(...) as cap:` block ends. Use cap.graph "
+                               "after the block (unindent the line)")
+        return self._graph
 
 
 @contextlib.contextmanager
@@ -54,8 +64,11 @@ def capture(stream, mode: str = "global"):
                         hint="the legacy NULL stream cannot be captured: create a stream "
                              "(labkit.Stream()) and capture that")
     rt.cudaGetLastError()   # start clean, so a later error is this capture's own
-    check(rt.cudaStreamBeginCapture(h, _MODES[mode]), "cudaStreamBeginCapture")
+    err, = rt.cudaStreamBeginCapture(h, _MODES[mode])
+    if int(err):
+        _refuse_begin(err, h)
     cap = Capture(stream, mode)
+    cap._open = True
     stack = _capstack.push(cap)
     body_error = None
     try:
@@ -67,16 +80,29 @@ def capture(stream, mode: str = "global"):
         raise
     finally:
         _capstack.pop(stack)
+        cap._open = False
         first = rt.cudaGetLastError()[0]
         err, graph = rt.cudaStreamEndCapture(h)
         if int(err) == 0:
-            cap.graph = Graph(graph, keepalive=cap.keepalive)
+            cap._graph = Graph(graph, keepalive=cap.keepalive, launched=cap.launched)
         elif body_error is None:
             cause = cap.first_error
             if cause is None and int(first) not in (0, int(err)):
                 cause = CudaError(first)
             where = f"; the first failing call was: {cause}" if cause else ""
             raise CudaError(err, f"cudaStreamEndCapture{where}") from cause
+
+
+def _refuse_begin(err, h):
+    """cudaStreamBeginCapture failed: say why where CUDA's 401 alone would not."""
+    rt.cudaGetLastError()      # the error is reported here; the outer capture is still fine
+    status = rt.cudaStreamIsCapturing(h)
+    if int(status[0]) == 0 and int(status[1]) != 0:
+        raise CudaError(err, "cudaStreamBeginCapture: this stream is already capturing (an "
+                             "outer labkit.capture on it is still open)",
+                        hint="captures do not nest on one stream: end the outer capture first "
+                             "(leave its with block), or capture on another labkit.Stream")
+    raise CudaError(err, "cudaStreamBeginCapture")
 
 
 def current_capture():

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import tempfile
 
+import numpy as np
+
 from ._errors import CudaError, check
 from ._handles import Handle, stream_handle
 from ._prepared import LaunchParams
@@ -48,9 +50,11 @@ class Graph(Handle):
 
     _what = "graph"
 
-    def __init__(self, handle, keepalive=None, owned: bool = True):
+    def __init__(self, handle, keepalive=None, owned: bool = True, launched=None):
         self.handle, self._owned = handle, owned
         self.keepalive = list(keepalive or [])
+        # kernel -> the argument tuples it was captured with: what a node update is checked against
+        self.launched = dict(launched or {})
 
     def _destroy(self, handle):
         if self._owned:
@@ -58,8 +62,9 @@ class Graph(Handle):
 
     @property
     def nodes(self) -> list:
-        n = check(rt.cudaGraphGetNodes(self.handle), "cudaGraphGetNodes")[1]
-        return list(check(rt.cudaGraphGetNodes(self.handle, n), "cudaGraphGetNodes")[0]) if n else []
+        h = self._open()
+        n = check(rt.cudaGraphGetNodes(h), "cudaGraphGetNodes")[1]
+        return list(check(rt.cudaGraphGetNodes(h, n), "cudaGraphGetNodes")[0]) if n else []
 
     def node_kinds(self) -> list[str]:
         return [_KIND.get(check(rt.cudaGraphNodeGetType(n)).name, "other") for n in self.nodes]
@@ -70,15 +75,16 @@ class Graph(Handle):
     @property
     def edges(self) -> list[tuple[int, int]]:
         """Edges as (from, to) indices into `nodes`."""
-        count = check(rt.cudaGraphGetEdges(self.handle), "cudaGraphGetEdges")[-1]
+        h = self._open()
+        count = check(rt.cudaGraphGetEdges(h), "cudaGraphGetEdges")[-1]
         if not count:
             return []
-        frm, to, _, _ = check(rt.cudaGraphGetEdges(self.handle, count), "cudaGraphGetEdges")
+        frm, to, _, _ = check(rt.cudaGraphGetEdges(h, count), "cudaGraphGetEdges")
         index = {int(n): i for i, n in enumerate(self.nodes)}
         return [(index[int(a)], index[int(b)]) for a, b in zip(frm, to)]
 
     def __len__(self):
-        return check(rt.cudaGraphGetNodes(self.handle), "cudaGraphGetNodes")[1]
+        return check(rt.cudaGraphGetNodes(self._open()), "cudaGraphGetNodes")[1]
 
     def to_networkx(self):
         """A networkx DiGraph with each node's ``kind`` and ``label``."""
@@ -94,7 +100,7 @@ class Graph(Handle):
         fd, path = tempfile.mkstemp(suffix=".dot")
         os.close(fd)
         try:
-            check(rt.cudaGraphDebugDotPrint(self.handle, path.encode(), 0), "cudaGraphDebugDotPrint")
+            check(rt.cudaGraphDebugDotPrint(self._open(), path.encode(), 0), "cudaGraphDebugDotPrint")
             with open(path) as f:
                 return f.read()
         finally:
@@ -102,7 +108,7 @@ class Graph(Handle):
 
     def instantiate(self, upload_stream=None) -> "GraphExec":
         """Instantiate into an executable graph (optionally uploading it to ``upload_stream``)."""
-        ex = GraphExec(check(rt.cudaGraphInstantiate(self.handle, 0), "cudaGraphInstantiate"), self)
+        ex = GraphExec(check(rt.cudaGraphInstantiate(self._open(), 0), "cudaGraphInstantiate"), self)
         if upload_stream is not None:
             ex.upload(upload_stream)
         return ex
@@ -110,6 +116,8 @@ class Graph(Handle):
     def set_kernel_args(self, index: int, kernel, grid=None, block=None, *args):
         """Point kernel node ``index`` (in node order) of this graph at new arguments
         (``cuGraphKernelNodeSetParams``); ``kernel`` may be a `labkit.LaunchParams` instead."""
+        self._open()
+        _check_like_captured(kernel, args, self.launched)
         lp = _params(kernel, grid, block, args)
         knodes = self.kernel_nodes()
         if not 0 <= index < len(knodes):
@@ -120,6 +128,8 @@ class Graph(Handle):
         self.keepalive.append(lp)
 
     def __repr__(self):
+        if self.handle is None:
+            return "<labkit.Graph closed>"
         return f"<labkit.Graph nodes={len(self)} edges={len(self.edges)}>"
 
 
@@ -164,11 +174,12 @@ class GraphExec(Handle):
             self._stream = stream
         err, = rt.cudaGraphLaunch(self.handle, self._stream_h)
         if err:
+            self._open()       # a closed executable says so, not "invalid argument"
             raise CudaError(err, "cudaGraphLaunch")
 
     def upload(self, stream):
         """Upload the executable ahead of its first launch, so that launch is not slower."""
-        check(rt.cudaGraphUpload(self.handle, stream_handle(stream)), "cudaGraphUpload")
+        check(rt.cudaGraphUpload(self._open(), stream_handle(stream)), "cudaGraphUpload")
 
     def update(self, graph: Graph) -> UpdateResult:
         """Update in place from ``graph`` (same topology, new parameters).
@@ -176,7 +187,7 @@ class GraphExec(Handle):
         On failure (e.g. a node added) nothing changes: the old executable still works, and
         the result says why, so the caller can instantiate ``graph`` instead.
         """
-        err, info = rt.cudaGraphExecUpdate(self.handle, graph.handle)
+        err, info = rt.cudaGraphExecUpdate(self._open(), graph._open())
         rt.cudaGetLastError()
         if int(err) == 0:
             # Nodes keep the names of the graph this was instantiated from, even after an update.
@@ -205,6 +216,8 @@ class GraphExec(Handle):
         to other arguments of the same kinds first (checked as `labkit.prepare` checks). Only
         this node changes, from the next launch on. Nothing is set until the first call.
         """
+        self._open()
+        _check_like_captured(kernel, args, self.graph.launched)
         return KernelNode(self, index, self._kernel_node(index), _params(kernel, grid, block, args))
 
     def set_kernel_params(self, index: int, params: LaunchParams):
@@ -273,7 +286,7 @@ class KernelNode:
             if p is not self.params:
                 self._use(p)
         if self.exec.handle is None:
-            raise ValueError("the executable graph was closed: make a new handle from an open "
+            raise ValueError("this executable graph was closed: make a new handle from an open "
                              "GraphExec")
         err, = self._set()
         if err:
@@ -282,6 +295,37 @@ class KernelNode:
 
     def __repr__(self):
         return f"<labkit.KernelNode {self.index} of {self.exec!r}: {self.params!r}>"
+
+
+def _kind_of(a) -> str:
+    """What numba types an argument as, as far as a kernel body can tell: array rank or number."""
+    if hasattr(a, "shape") and hasattr(a, "dtype"):
+        return f"a {len(a.shape)}-D array"
+    return "a number" if isinstance(a, (bool, int, float, complex, np.number)) else type(a).__name__
+
+
+def _check_like_captured(kernel, args, launched):
+    """Refuse arguments for ``kernel`` whose kinds match none it was captured with in this graph.
+
+    The refusal comes here, at the call: on a GPU numba would fail to type the kernel, and on
+    the simulator its reference would fail at the next launch. A kernel not captured into the
+    graph (a node switched to another kernel) is checked for its argument count only.
+    """
+    if isinstance(kernel, LaunchParams):
+        return
+    seen = launched.get(kernel)
+    if not seen or len(args) != len(seen[0]):
+        return                              # the count is LaunchParams' check, with the names
+    got = [_kind_of(a) for a in args]
+    kinds = {tuple(_kind_of(a) for a in before) for before in seen}
+    if tuple(got) in kinds:
+        return
+    want = next(iter(kinds))
+    names = getattr(kernel, "param_names", None) or [f"argument {i}" for i in range(len(args))]
+    wrong = [f"{n} was captured as {w}, got {g}" for n, w, g in zip(names, want, got) if w != g]
+    raise TypeError(f"{kernel.name}({', '.join(names)}): {'; '.join(wrong)}. Pass arguments of "
+                    "the kinds the node was captured with (device arrays from labkit.to_device "
+                    "where it took arrays)")
 
 
 def _kinds(nodes):

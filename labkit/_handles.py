@@ -19,10 +19,16 @@ class Handle:
         raise NotImplementedError
 
     def __int__(self):
-        if self.handle is None:
-            raise ValueError(f"the {self._what} was closed (by close() or the end of its with "
+        return int(self._open())
+
+    def _open(self):
+        """The handle, or a ValueError saying this was closed (CUDA would only say "invalid
+        argument" about the NULL handle a closed object passes on)."""
+        h = self.handle
+        if h is None:
+            raise ValueError(f"this {self._what} was closed (by close() or the end of its with "
                              f"block): make a new one")
-        return int(self.handle)
+        return h
 
     def close(self):
         if self.handle is not None:

@@ -8,6 +8,8 @@ launch function, which ``k[grid, block, stream]`` returns as it is.
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 from numba import cuda
 
@@ -40,6 +42,8 @@ class Kernel:
     def __init__(self, fn, reference=None, cost=None):
         self.py_func = getattr(fn, "py_func", fn)
         self.name = self.py_func.__name__
+        # The kernel's parameters, for messages that name them (a node update with too few...)
+        self.param_names = tuple(inspect.signature(self.py_func).parameters)
         self.dispatcher = fn if hasattr(fn, "py_func") and hasattr(fn, "__getitem__") else cuda.jit(fn)
         self.reference, self.cost = reference, cost
         self._launches: dict = {}

@@ -33,13 +33,17 @@ def _dims(d) -> tuple[int, int, int]:
     return tuple(int(x) for x in d) + (1,) * (3 - len(d))
 
 
-def _describe(i, a):
+def _describe(i, a, k=None):
     """What must stay the same for argument ``i`` across rebinds: a hashable description."""
     if isinstance(a, np.ndarray):
+        names = getattr(k, "param_names", ())
+        which = f"{k.name}: argument {i}" if k is not None else f"argument {i}"
+        if i < len(names):
+            which += f" ({names[i]})"
         raise TypeError(
-            f"argument {i} is a host numpy array: numba would copy it to the device on every "
-            "launch (and a capture cannot do that). Copy it once with labkit.to_device(...) and "
-            "prepare with the device array.")
+            f"{which} is a host numpy array; pass a device array: copy it once with "
+            "labkit.to_device(...) and pass that. (numba would copy a host array to the device "
+            "on every launch, which a prepared launch or a graph node cannot do.)")
     if hasattr(a, "shape") and hasattr(a, "dtype") and hasattr(a, "device_ctypes_pointer"):
         strides = getattr(a, "strides", None)
         return ("array", np.dtype(a.dtype).str, tuple(a.shape),
@@ -62,6 +66,18 @@ def _explain(i, want, got) -> str:
                 w, g = np.dtype(w), np.dtype(g)
             return f"argument {i} was prepared with {name} {w} and got {g}; prepare again for it"
     return f"argument {i} differs from what was prepared"
+
+
+def _check_count(k, args):
+    """Refuse too few or too many arguments now, naming the kernel's parameters (the launch
+    would fail later, deep inside numba or the simulator's reference)."""
+    names = getattr(k, "param_names", None)
+    if names is None or len(names) == len(args):
+        return
+    n = len(names)
+    raise TypeError(f"{k.name}({', '.join(names)}) takes {n} argument{'s' if n != 1 else ''}, "
+                    f"got {len(args)}: pass {', '.join(names) or 'nothing'} after the grid and "
+                    "block")
 
 
 class _Family:
@@ -101,8 +117,9 @@ class LaunchParams:
         if _family is None:
             if not (hasattr(k, "dispatcher") and hasattr(k, "reference")):
                 raise TypeError(f"prepare takes a @labkit.kernel, got {type(k).__name__}")
+            _check_count(k, args)
             grid, block = _dims(grid), _dims(block)
-            _family = _Family(k.name, tuple(_describe(i, a) for i, a in enumerate(args)))
+            _family = _Family(k.name, tuple(_describe(i, a, k) for i, a in enumerate(args)))
             _family.keep(tuple(map(id, args)), self)
         self.kernel, self.grid, self.block, self.args = k, grid, block, args
         self._family = _family
@@ -160,7 +177,7 @@ class PreparedLaunch:
         p = self.params
         p.native.launch(self._h)
         if _capstack.open_count:   # the graph refers to these buffers: keep them alive with it
-            _capstack.keep(p.args)
+            _capstack.keep(p.args, p.kernel)
 
 
 def prepare(k, grid, block, stream, *args) -> PreparedLaunch:

@@ -25,10 +25,11 @@ class Stream(Handle):
         check(rt.cudaStreamDestroy(handle), "destroying a stream")
 
     def synchronize(self):
-        check(rt.cudaStreamSynchronize(self.handle), "synchronizing a stream")
+        # A closed stream's handle is None, which CUDA reads as the legacy stream: refuse it here.
+        check(rt.cudaStreamSynchronize(self._open()), "synchronizing a stream")
 
     def is_capturing(self) -> bool:
-        status = check(rt.cudaStreamIsCapturing(self.handle))
+        status = check(rt.cudaStreamIsCapturing(self._open()))
         return int(status) != 0
 
     def __repr__(self):
@@ -48,15 +49,15 @@ class Event(Handle):
         check(rt.cudaEventDestroy(handle), "destroying an event")
 
     def record(self, stream):
-        check(rt.cudaEventRecord(self.handle, stream_handle(stream)), "recording an event")
+        check(rt.cudaEventRecord(self._open(), stream_handle(stream)), "recording an event")
         return self
 
     def synchronize(self):
-        check(rt.cudaEventSynchronize(self.handle), "synchronizing an event")
+        check(rt.cudaEventSynchronize(self._open()), "synchronizing an event")
 
     def elapsed_ms(self, later: "Event") -> float:
         """Milliseconds from this event to ``later`` (both recorded and complete)."""
-        return check(rt.cudaEventElapsedTime(self.handle, later.handle), "timing events")
+        return check(rt.cudaEventElapsedTime(self._open(), later._open()), "timing events")
 
 
 def synchronize():

@@ -10,6 +10,10 @@ cells carry their role as tags:
   ``raises-exception`` as well, because there it fails until the exercise is done;
 - no role: in both notebooks.
 
+Every source opens with its "Open in Colab" badge (`colab_badge`), made from `COURSE_REPO`, the
+one place the course's GitHub repository is named; any other GitHub address of the course in a
+source is refused, so a new repository means one edit here and the lines the build then names.
+
 Both notebooks are written without outputs, with kernelspec python3 and cell ids made from the
 notebook's name and the cell's position, so a build changes only what the source changed.
 ``--check`` writes nothing: it exits 1, naming each notebook that differs from its source.
@@ -17,6 +21,7 @@ notebook's name and the cell's position, so a build changes only what the source
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -28,6 +33,45 @@ NOTEBOOKS = ROOT / "notebooks"
 SOURCES = NOTEBOOKS / "src"
 ROLES = ("starter", "solution", "check")
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+# The course's GitHub repository, OWNER/NAME. A PLACEHOLDER until the course is published: set
+# the real one here, then `python tools/build_notebooks.py` names each line to change (the badge
+# of every source, notebook 00's Colab install cell); a test checks the README's badges.
+COURSE_REPO = "OWNER/cuda-graphs-lab"
+COLAB_BADGE_SVG = "https://colab.research.google.com/assets/colab-badge.svg"
+# Where a source names the course's own repository: a Colab link, a pip install from git, Binder.
+REPO_MENTION = re.compile(r"(?:colab\.research\.google\.com/github/|git\+https://github\.com/|"
+                          r"mybinder\.org/v2/gh/)([\w.-]+/[\w.-]+?)(?:\.git)?(?=[/\s\"'`)@]|$)")
+
+
+def colab_url(notebook: str) -> str:
+    """Where Colab opens ``notebook`` (``NN_topic.ipynb``) straight from the repository."""
+    return f"https://colab.research.google.com/github/{COURSE_REPO}/blob/main/notebooks/{notebook}"
+
+
+def colab_badge(notebook: str) -> str:
+    """The markdown "Open in Colab" badge of ``notebook``."""
+    return f"[![Open In Colab]({COLAB_BADGE_SVG})]({colab_url(notebook)})"
+
+
+def binder_url() -> str:
+    """mybinder.org's launch of the repository, opening JupyterLab on the course."""
+    return f"https://mybinder.org/v2/gh/{COURSE_REPO}/main?urlpath=lab/tree/notebooks"
+
+
+def _check_links(nb: nbformat.NotebookNode, path: Path) -> None:
+    """The source opens with its Colab badge and names no other repository of the course."""
+    notebook = f"{path.stem}.ipynb"
+    first = nb.cells[0].source.lstrip() if nb.cells else ""
+    if not (nb.cells and nb.cells[0].cell_type == "markdown" and first.startswith(colab_badge(notebook))):
+        raise SourceError(f"{path.name}: the first cell must open with its Colab badge; make its "
+                          f"first line `# {colab_badge(notebook)}`")
+    for i, cell in enumerate(nb.cells):
+        for m in REPO_MENTION.finditer(cell.source):
+            if m.group(1) != COURSE_REPO:
+                raise SourceError(f"{path.name}, cell {i + 1}: names the course's repository as "
+                                  f"{m.group(1)}; COURSE_REPO in tools/build_notebooks.py says "
+                                  f"{COURSE_REPO}")
 
 
 class SourceError(ValueError):
@@ -61,6 +105,7 @@ def read_source(path: Path) -> nbformat.NotebookNode:
     if not counts["starter"] or counts["starter"] != counts["solution"]:
         raise SourceError(f"{path.name}: {counts['starter']} starter and {counts['solution']} "
                           "solution cells; give each starter cell its solution cell")
+    _check_links(nb, path)
     return nb
 
 

@@ -103,7 +103,7 @@ def launcher(k, grid, block, stream, owner=None):
         except Exception as exc:   # numba raises CudaAPIError, cuda.core raises CUDAError
             _launch_error(name, exc)
         if _capstack.open_count:   # the graph refers to buffers it does not own: keep them
-            _capstack.keep(args)
+            _capstack.keep(args, k)
     return launch
 
 

@@ -175,7 +175,7 @@ def launcher(k, grid, block, stream, owner=None):
         if int(err):
             raise CudaError(err, f"launching {name}")
         if _capstack.open_count:
-            _capstack.keep(args)
+            _capstack.keep(args, k)
     return launch
 
 

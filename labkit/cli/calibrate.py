@@ -42,9 +42,17 @@ def _fit(sizes, values):
     return float(max(base, 0.0)), float(max(slope, 0.0))
 
 
+# Each round's figure is the median of its own samples. Over the rounds, the fastest one is taken:
+# on the H200's host, whole stretches of seconds ran every driver call 1.7–2.2× slower (a raw node
+# update 0.75 µs, then 1.4–1.7 µs for a second or more, often after the process had slept; the
+# host's power states, not CUDA's nor labkit's), and 6 of 7 rounds of a calibration fell into them.
+# The fastest round is the host at speed, the figure the simulator charges; the median over the
+# rounds stays beside it. (Python's timeit reasons the same way about its repeats.)
 def _fig(values) -> dict:
     st = Stats(values)
-    return {"median": st.median, "p10": st.percentile(10), "p90": st.percentile(90), "n": st.n}
+    return {"median": float(min(values)), "over_rounds_median": st.median,
+            "p10": st.percentile(10), "p90": st.percentile(90), "n": st.n,
+            "statistic": "the fastest round's median"}
 
 
 def _host_round(x, y, s, ex) -> dict:
@@ -126,7 +134,7 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
                  "node_update_us", "raw_node_update_us", "add_kernel_node_us", "api_us", "sync_us"):
         P[name] = _fig([h[name] for h in hosts])
     for name in ("graph_launch", "instantiate", "upload", "exec_update"):
-        per_size = np.median([h[name] for h in hosts], axis=0).tolist()
+        per_size = np.min([h[name] for h in hosts], axis=0).tolist()   # fastest round, as _fig
         base, per = _fit(SIZES, per_size)
         P[f"{name}_base_us"] = {"median": base, "sizes": SIZES, "measured": per_size,
                                 "rounds": [h[name] for h in hosts]}
@@ -207,11 +215,12 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
     P["decode_kernel_us"] = {"median": max(dc["decode_node_us"] - P["graph_node_gap_us"]["median"],
                                            0.0), **src}
     P["busy_ns_per_iter"] = {"median": (b2 - b1) * 1000.0 / iters}
-    one = float(np.median([h["one_launch_us"] for h in hosts]))
+    one = float(min(h["one_launch_us"] for h in hosts))           # fastest round, as _fig
     # one launch + sync, less numba's launch and the kernel: the time from the launch call's
     # return to the kernel's start (the sync returns as the kernel ends)
     P["launch_latency_us"] = {"median": max(one - P["numba_launch_us"]["median"] - kernel_us, 0.5)}
     ex.close(); g.close()
+    bench = _bench_summary(benches)
     props = labkit.check(rt.cudaGetDeviceProperties(0))
     drv = labkit.check(rt.cudaDriverGetVersion())
     rtv = labkit.check(rt.cudaRuntimeGetVersion())
@@ -227,19 +236,62 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
         "numpy": np.__version__,
         "date": datetime.date.today().isoformat(),
         "source": f"python -m labkit calibrate ({rounds} rounds)",
-        "params": P,
-        "bench": _bench_summary(benches),
+        "params": anchor_to_bench(P, bench),
+        "bench": bench,
     }
 
 
+# The chain benchmark, run in the same rounds, times some of the calls the simulator charges
+# with more repeats, interleaved with the raw driver call (3 × 100 alternating node updates, say).
+# On the H200 its figures and the host rounds' single passes over the same calls differed by up
+# to 1.9× (2026-12-03: a node update 1.65 against 3.0 µs, an explicit build 379 against 739 µs),
+# and the simulator must reproduce the benchmark that the notebooks and the README quote. So each
+# such figure is taken from the benchmark; a size sweep keeps its shape (how the cost grows with
+# the node count) and is scaled to the benchmark's figure at the chain's length.
+DIRECT = {"numba_launch_us": "eager_us_per_kernel", "prepared_launch_us": "prepared_us_per_kernel",
+          "node_update_us": "node_update_us", "raw_node_update_us": "raw_node_update_us"}
+SWEEPS = {"graph_launch": "graph_launch_us", "instantiate": "instantiate_us",
+          "exec_update": "exec_update_us"}
+
+
+def anchor_to_bench(P: dict, bench: dict, k: int = K) -> dict:
+    """``P`` with the figures the benchmark measures taken from it (see above); the host
+    rounds' own figure stays beside each, as ``host_rounds``."""
+    P = {name: dict(v) for name, v in P.items()}
+
+    def take(name, value, how):
+        P[name]["host_rounds"] = P[name]["median"]
+        P[name]["median"], P[name]["source"] = float(value), how
+    for name, key in DIRECT.items():
+        take(name, bench[key], f"the chain benchmark's {key}")
+    end = P["end_capture_per_node_us"]["median"]
+    take("capture_launch_us", max(bench["capture_us"] - P["begin_capture_us"]["median"], 0.0) / k - end,
+         "the chain benchmark's capture_us, less begin and end, per launch")
+    take("add_kernel_node_us", bench["explicit_build_us"] / k,
+         "the chain benchmark's explicit_build_us, per node")
+    for name, key in SWEEPS.items():
+        sweep = P[f"{name}_base_us"]
+        at_k = float(np.interp(k, sweep["sizes"], sweep["measured"]))
+        if at_k <= 0:
+            continue
+        f = bench[key] / at_k
+        how = f"the sweep scaled by {f:.3f} to the chain benchmark's {key}"
+        sweep["host_rounds_measured"] = sweep["measured"]
+        sweep["measured"] = [v * f for v in sweep["measured"]]
+        take(f"{name}_base_us", sweep["median"] * f, how)
+        take(f"{name}_per_node_us", P[f"{name}_per_node_us"]["median"] * f, how)
+    return P
+
+
 def _bench_summary(benches: list[dict]) -> dict:
-    """The benchmark's figures, each the median over the rounds, with every round's value."""
+    """The benchmark's figures, each from its fastest round (see `_fig`), with every round's value."""
     out = {k: benches[0][k] for k in ("backend", "device", "kernels")}
     keys = [k for k, v in benches[0].items() if isinstance(v, float)]
     for k in keys:
         vals = [b[k] for b in benches if b[k] is not None]
-        out[k] = float(np.median(vals)) if vals else None
+        out[k] = float(min(vals)) if vals else None
     out["rounds"] = len(benches)
+    out["statistic"] = "each figure from its fastest round; per_round holds them all"
     out["per_round"] = {k: [b[k] for b in benches] for k in keys}
     return out
 

@@ -6,7 +6,8 @@ exit code is 1. Into ``--out`` (``build/`` by default) go the executed notebooks
 course site, built by Sphinx with myst-nb from the notebooks just executed (myst-nb executes
 nothing itself) in sphinx-book-theme: ``index.html`` is the course map
 (``notebooks/README.md``) with each notebook's status, run time, backend/device and key figure
-(the last figure it drew); every notebook is a page with its outputs and figures, in a sidebar
+(the figure of its cell tagged ``key-figure``, else the last figure it drew); every notebook is
+a page with its outputs and figures (tracebacks without this machine's paths), in a sidebar
 table of contents, with previous/next links and a search page.
 """
 from __future__ import annotations
@@ -28,10 +29,18 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 SITE_SOURCE = "_site_source"    # inside --out: the Sphinx project this run writes
 SITE_TITLE = "CUDA Graphs Lab"
 
+KEY_FIGURE_TAG = "key-figure"    # the cell whose figure the index shows for its notebook
+
 # Printed by a throw-away interpreter with the kernels' environment, so the index says what
-# the kernels chose even for a notebook that failed before its first output.
+# the kernels chose even for a notebook that failed before its first output. labkit's own
+# refusal (LABKIT_BACKEND=cuda without a GPU) comes back as its message alone, exit 3.
 PROBE = (
-    "import labkit\n"
+    "import sys\n"
+    "try:\n"
+    "    import labkit\n"
+    "except Exception as exc:\n"
+    "    print(exc, file=sys.stderr)\n"
+    "    sys.exit(3)\n"
     "name = getattr(labkit, 'device_name', None)\n"
     "print(getattr(labkit, 'backend', '?'))\n"
     "print(name() if callable(name) else '?')\n"
@@ -115,26 +124,96 @@ def kernel_env(backend: str | None) -> dict[str, str]:
     return env
 
 
+class ProbeFailed(Exception):
+    """``import labkit`` fails in the kernels' environment: every notebook would fail the same."""
+
+
 def probe_device(env: dict[str, str]) -> str:
-    """``"<backend> / <device>"`` as a kernel with ``env`` will see it, or the import error."""
+    """``"<backend> / <device>"`` as a kernel with ``env`` will see it.
+
+    Raises
+    ------
+    ProbeFailed
+        With labkit's message (or the import error's last line) when ``import labkit`` fails
+        there, e.g. ``LABKIT_BACKEND=cuda`` on a machine without a usable GPU.
+    """
     done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True,
                           text=True, timeout=300, cwd=PACKAGE_ROOT)
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["import labkit failed"])[-1]
-        return f"unavailable ({last})"
+        raise ProbeFailed((done.stderr.strip().splitlines() or ["import labkit failed"])[-1])
     backend, device = (done.stdout.strip().splitlines() + ["?", "?"])[:2]
     return f"{backend} / {device}"
 
 
 def last_figure(nb) -> str | None:
-    """The base64 PNG of the notebook's last image output: its key figure."""
-    figure = None
+    """The base64 PNG of the notebook's key figure: the last image of the last cell tagged
+    ``key-figure`` that drew one, else the notebook's last image."""
+    figure = tagged = None
     for cell in nb.cells:
         for output in cell.get("outputs", []):
             png = output.get("data", {}).get("image/png")
             if png:
                 figure = png.replace("\n", "")
-    return figure
+                if KEY_FIGURE_TAG in cell.get("metadata", {}).get("tags", []):
+                    tagged = figure
+    return tagged or figure
+
+
+def _machine_prefixes() -> list[tuple[str, str]]:
+    """(path prefix, what a page shows instead), longest first: site-packages, the standard
+    library, the checkout, the home folder."""
+    import site
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    libraries = [paths["purelib"], paths["platlib"], *getattr(site, "getsitepackages", list)(),
+                 site.getusersitepackages()]
+    pairs = [(p, "site-packages/") for p in libraries]
+    pairs += [(paths["stdlib"], "python/"), (str(PACKAGE_ROOT), ""), (str(Path.cwd()), ""),
+              (str(Path.home()), "~/")]
+    short = {}
+    for p, r in pairs:
+        for spelling in {p, str(Path(p).resolve())} if p else ():   # as written, and resolved
+            prefix = spelling.rstrip("/") + "/"
+            if prefix != "/":              # the root folder is in every path: leave it
+                short.setdefault(prefix, r)   # the first (most specific) name for a folder wins
+    return sorted(short.items(), key=lambda pr: -len(pr[0]))
+
+
+def strip_machine_paths(nb):
+    """Rewrite the error and stderr outputs of ``nb`` without this machine's paths, for the
+    site: ``/home/me/course/labkit/_capture.py`` shows as ``labkit/_capture.py``, a library
+    file as ``site-packages/numba/...``. Returns the function that does it to a string."""
+    prefixes = _machine_prefixes()
+
+    def clean(text: str) -> str:
+        for prefix, short in prefixes:
+            text = text.replace(prefix, short)
+        return text
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                output["traceback"] = [clean(line) for line in output.get("traceback", [])]
+                output["evalue"] = clean(output.get("evalue", ""))
+            elif output.get("output_type") == "stream" and output.get("name") == "stderr":
+                output["text"] = clean(output.get("text", ""))
+    return clean
+
+
+def kernel_config():
+    """nbclient's configuration: the kernel talks to its manager encrypted (CurveZMQ) where
+    jupyter_client and ipykernel support that. ipykernel then does not print its
+    "[IPKernelApp] WARNING | Kernel is running over TCP without encryption" line into the
+    run's output, once per notebook; older versions, which cannot encrypt, do not print it."""
+    import zmq
+    from jupyter_client.manager import KernelManager
+    from traitlets.config import Config
+
+    config = Config()
+    if KernelManager.class_traits().get("transport_encryption") is not None and zmq.has("curve"):
+        # "auto": keys are provisioned when the kernelspec declares curve support (ipykernel 7)
+        config.KernelManager.transport_encryption = "auto"
+    return config
 
 
 def title_of(nb, path: Path) -> str:
@@ -156,7 +235,7 @@ def execute(path: Path, out: Path, env: dict[str, str], timeout: int) -> Result:
     result = Result(path=path, title=title_of(nb, path))
     started = []
     client = NotebookClient(
-        nb, timeout=timeout, kernel_name="python3",
+        nb, config=kernel_config(), timeout=timeout, kernel_name="python3",
         resources={"metadata": {"path": str(path.parent.resolve())}},
         # The last cell started is the one that failed; nbclient's own error names no index.
         on_cell_start=lambda cell, cell_index: started.append(cell_index))
@@ -171,6 +250,7 @@ def execute(path: Path, out: Path, env: dict[str, str], timeout: int) -> Result:
         result.brief = (f"{ename}: {evalue}" if ename else result.error.splitlines()[-1])
     result.seconds = time.perf_counter() - t0
     result.figure = last_figure(nb)
+    result.brief = strip_machine_paths(nb)(result.brief)   # the index shows it too
     nbformat.write(nb, out / path.name)
     return result
 
@@ -268,6 +348,21 @@ def build_site(results: list[Result], device: str, out: Path) -> tuple[bool, str
     return True, ""
 
 
+def out_problem(out: Path) -> str | None:
+    """Make the site folder ``out``; what is wrong with it, in words, if that cannot be done."""
+    if out.exists() and not out.is_dir():
+        return (f"--out {out} is a file, not a folder: the site needs a folder of its own; "
+                f"give another path (the default is build/)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return (f"cannot make the site folder --out {out} ({exc.strerror or exc}): give a "
+                f"folder you can write to (the default is build/)")
+    if not os.access(out, os.W_OK | os.X_OK):
+        return f"cannot write into --out {out} (permission denied): give a folder you can write to"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Execute notebooks, write the site into ``--out``; 0 if all ran, 1 if any failed.
 
@@ -297,9 +392,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"labkit run: no {NOTEBOOK_GLOB} in {notebook_dir()}; run from the repository "
               "root or name the notebooks", file=sys.stderr)
         return 2
-    args.out.mkdir(parents=True, exist_ok=True)
+    problem = out_problem(args.out)
+    if problem:
+        print(f"labkit run: {problem}", file=sys.stderr)
+        return 2
     env = kernel_env(args.backend)
-    device = probe_device(env)
+    try:
+        device = probe_device(env)
+    except ProbeFailed as exc:
+        # The kernels would each fail the same way: say it once, before starting any.
+        print(f"labkit run: no notebook was started: {exc}\n"
+              "`python -m labkit doctor` checks this machine and names the fix.", file=sys.stderr)
+        return 2
     results = []
     bar = tqdm(paths, unit="notebook", file=sys.stderr)
     for path in bar:

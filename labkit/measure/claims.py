@@ -14,11 +14,17 @@ expectation goes through `expect`:
 
 Correctness checks (results equal to numpy, error codes, graph shapes) are not claims: they
 stay plain ``assert`` statements in both modes.
+
+``LABKIT_CLAIMS_LOG=PATH`` appends one JSON line per claim checked (held or not, with the
+measurement, the mode and the figures' provenance) to PATH: run the course on a loaded or
+unfamiliar machine in learner mode and read off which claims flipped.
 """
 from __future__ import annotations
 
 import html
+import json
 import os
+import time
 
 __all__ = ["expect", "ClaimFailed", "mode"]
 
@@ -62,6 +68,8 @@ def expect(holds: bool, claim: str, *, measured: str, why: str, look: str = "") 
     bool
         ``holds``. In strict mode a failed claim raises `ClaimFailed` instead.
     """
+    holds = bool(holds)
+    _log(holds, claim, measured)
     if holds:
         return True
     text = f"expected: {claim}; measured here: {measured}"
@@ -70,6 +78,19 @@ def expect(holds: bool, claim: str, *, measured: str, why: str, look: str = "") 
                           f"calibrated on, the likely reason: {why}")
     _show_note(claim, measured, why, look)
     return False
+
+
+def _log(holds: bool, claim: str, measured: str) -> None:
+    path = os.environ.get("LABKIT_CLAIMS_LOG", "").strip()
+    if not path:
+        return
+    from .. import provenance
+    row = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "holds": holds, "claim": claim,
+           "measured": measured, "mode": mode(), "figures": provenance(),
+           "notebook": os.environ.get("LABKIT_CLAIMS_TAG", "")}
+    # one line per write, appended: several notebooks (processes) may share the file
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 class _Note:

@@ -7,6 +7,8 @@
 # ---
 
 # %% [markdown]
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/cuda-graphs-lab/blob/main/notebooks/08_device_control_flow.ipynb) In Colab, run `%pip install -q "cuda-graphs-lab[cu12] @ git+https://github.com/OWNER/cuda-graphs-lab"` first.
+#
 # # 08 — Control flow on the device: conditional nodes
 #
 # **Prerequisites:** notebooks 01–07 (the capstone's decoder).

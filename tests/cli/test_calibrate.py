@@ -39,12 +39,36 @@ def test_the_size_sweeps_give_back_the_measured_points(calibrated):
         assert len(got["rounds"]) == 2
 
 
-def test_the_benchmark_rounds_are_summarized_by_their_median(calibrated):
+def test_the_benchmark_rounds_are_summarized_by_their_fastest_round(calibrated):
     b = calibrated["bench"]
     assert b["rounds"] == 2 and b["kernels"] == 200
     for key, vals in b["per_round"].items():
         assert len(vals) == 2
-        assert b[key] == pytest.approx(sorted(vals)[0] / 2 + sorted(vals)[1] / 2)
+        assert b[key] == pytest.approx(min(v for v in vals if v is not None))
+
+
+def test_figures_the_benchmark_times_come_from_it_and_sweeps_keep_their_shape():
+    P = {name: {"median": 1.0} for name in ("numba_launch_us", "prepared_launch_us", "node_update_us",
+                                             "raw_node_update_us", "add_kernel_node_us")}
+    P["begin_capture_us"] = {"median": 2.0}
+    P["capture_launch_us"] = {"median": 30.0}
+    P["end_capture_per_node_us"] = {"median": 0.3}
+    for name in ("graph_launch", "instantiate", "exec_update"):
+        P[f"{name}_base_us"] = {"median": 1.0, "sizes": [1, 200, 1000], "measured": [2.0, 40.0, 200.0]}
+        P[f"{name}_per_node_us"] = {"median": 0.2}
+    bench = {"eager_us_per_kernel": 20.0, "prepared_us_per_kernel": 4.5, "node_update_us": 1.6,
+             "raw_node_update_us": 0.8, "capture_us": 3002.0, "explicit_build_us": 400.0,
+             "graph_launch_us": 4.0, "instantiate_us": 400.0, "exec_update_us": 20.0}
+    got = calibrate.anchor_to_bench(P, bench, k=200)
+    assert got["numba_launch_us"]["median"] == 20.0 and got["numba_launch_us"]["host_rounds"] == 1.0
+    assert got["raw_node_update_us"]["median"] == 0.8
+    assert got["capture_launch_us"]["median"] == pytest.approx((3002.0 - 2.0) / 200 - 0.3)
+    assert got["add_kernel_node_us"]["median"] == pytest.approx(2.0)
+    # the exec-update sweep is halved (20 against 40 at 200 nodes), shape kept
+    assert got["exec_update_base_us"]["measured"] == pytest.approx([1.0, 20.0, 100.0])
+    assert got["exec_update_per_node_us"]["median"] == pytest.approx(0.1)
+    assert got["instantiate_base_us"]["measured"] == pytest.approx([20.0, 400.0, 2000.0])
+    assert P["exec_update_base_us"]["measured"] == [2.0, 40.0, 200.0]     # the input is left alone
 
 
 def test_calibrate_refuses_the_simulator_and_bad_rounds():

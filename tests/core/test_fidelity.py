@@ -10,8 +10,10 @@ import labkit
 
 ROOT = Path(__file__).resolve().parents[2]
 MEASURED = ROOT / "labkit" / "calibration" / "h200-bench.json"
-# `labkit calibrate` ran the benchmark in the same rounds as its host costs (medians over
-# rounds); the simulator, driven by that calibration, must reproduce each figure within 25 %.
+# `labkit calibrate` ran the benchmark in the same rounds as its host costs (each figure from its
+# fastest round). The figures the benchmark times directly are taken from it, so for those this
+# checks that the simulator charges them where the benchmark's calls meet them; the others
+# (graph replay per kernel, the first launch) follow from the model's parts. Within 25 % each.
 KEYS = ["eager_us_per_kernel", "graph_us_per_kernel", "prepared_us_per_kernel", "graph_launch_us",
         "capture_us", "instantiate_us", "first_launch_us", "exec_update_us", "node_update_us",
         "raw_node_update_us", "explicit_build_us"]

@@ -47,3 +47,22 @@ def test_ci_means_strict_and_a_bad_mode_is_refused(monkeypatch):
 def test_the_suite_itself_runs_strict():
     import os
     assert os.environ["LABKIT_CLAIMS"] == "strict"
+
+
+def test_the_log_gets_one_json_line_per_claim_held_or_not(monkeypatch, tmp_path, capsys):
+    log = tmp_path / "claims.jsonl"
+    monkeypatch.setenv("LABKIT_CLAIMS", "learner")
+    monkeypatch.setenv("LABKIT_CLAIMS_LOG", str(log))
+    monkeypatch.setenv("LABKIT_CLAIMS_TAG", "01|load")
+    labkit.expect(True, "graphs are cheaper", measured="1 µs vs 20 µs", why="-")
+    labkit.expect(False, "graphs are cheaper", measured="30 µs", why="a slow GPU")
+    rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [(r["holds"], r["measured"], r["notebook"], r["mode"]) for r in rows] == [
+        (True, "1 µs vs 20 µs", "01|load", "learner"), (False, "30 µs", "01|load", "learner")]
+
+
+def test_without_the_log_variable_nothing_is_written(monkeypatch, tmp_path):
+    monkeypatch.delenv("LABKIT_CLAIMS_LOG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    labkit.expect(True, "graphs are cheaper", measured="1 µs", why="-")
+    assert list(tmp_path.iterdir()) == []
