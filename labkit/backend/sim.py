@@ -134,6 +134,10 @@ def _function(k) -> int:
     return f
 
 
+def _is_device_array(a) -> bool:
+    return getattr(a, "_arg", None) is not None or hasattr(a, "device_ctypes_pointer")
+
+
 def _param(a):
     arg = getattr(a, "_arg", None)          # a simulated device array
     if arg is not None:
@@ -165,7 +169,11 @@ def launcher(k, grid, block, stream, owner=None):
                 raise CudaError(_hooks.refuse_in_capture(stream), f"launching {name}")
             _hooks.host_work(sum(2 * (P("memcpy_latency_us") + a.nbytes / (P("memcpy_GBps") * 1e3))
                                  for a in host))
-        cost = P("capture_launch_us") if capturing else P("numba_launch_us")
+        # numba types and marshals each argument in Python: every device array past the
+        # calibration kernel's one adds its share to an eager launch
+        arrays = sum(1 for a in args if isinstance(a, np.ndarray) or _is_device_array(a))
+        cost = P("capture_launch_us") if capturing else (
+            P("numba_launch_us") + P("numba_launch_per_array_us") * max(arrays - 1, 0))
         err = _hooks.launch(func, grid, block, tuple(_param(a) for a in args), stream, cost)
         if int(err):
             raise CudaError(err, f"launching {name}")

@@ -186,6 +186,13 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
     cond = conditional_costs.measure(s)
     for name in ("while_iteration_us", "conditional_node_us"):
         P[name] = {"median": cond[name], "measured": cond, "source": "labkit.cli.conditional_costs"}
+    from labkit.cli import decode_costs  # the decoder's kernels, numba's per-array cost, waits
+    dc = decode_costs.measure(s)
+    src = {"measured": dc, "source": "labkit.cli.decode_costs"}
+    P["numba_launch_per_array_us"] = {"median": dc["numba_launch_per_array_us"], **src}
+    P["blocking_sync_wake_us"] = {"median": dc["blocking_sync_wake_us"], **src}
+    P["blocking_sync_cpu_us"] = {"median": max(dc["blocking_wait_cpu_us"]
+                                               - P["sync_us"]["median"], 0.0), **src}
 
     # One kernel's GPU time from a CUPTI trace, last of all: while CUPTI is attached every
     # launch is dearer, so no host cost may be measured after it.
@@ -205,6 +212,8 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
     P["kernel_us"] = {"median": kernel_us,
                       "source": "timeline" if kern is not None else f"0.8 × graph node ({why})"}
     P["graph_node_gap_us"] = {"median": max(gpu.median - kernel_us, 0.0)}
+    P["decode_kernel_us"] = {"median": max(dc["decode_node_us"] - P["graph_node_gap_us"]["median"],
+                                           0.0), **src}
     P["busy_ns_per_iter"] = {"median": (b2 - b1) * 1000.0 / iters}
     one = float(min(h["one_launch_us"] for h in hosts))           # fastest round, as _fig
     # one launch + sync, less numba's launch and the kernel: the time from the launch call's

@@ -6,6 +6,13 @@ generation as one WHILE graph (`labkit.course.device_loop`) that stops at the EO
 tokens are compared with numpy's. ``--host-load`` repeats the rows while busy loops keep most of
 the host's cores busy; the load stops by itself after a deadline. (On the simulator the load
 cannot slow the virtual clock: the loaded rows equal the others there.)
+
+The generation is long (about 185 tokens of a 256-position model: ``tokens`` in the output says
+how many), as a served answer is: the device loop's host CPU is one launch and one sleeping wait
+per generation, so its CPU per token is that fixed cost over the tokens. Host CPU per token is
+this process's CPU time (every thread) over the whole generation, launches and waits included,
+for every row: eager and one graph per token spin in a synchronize after each token, back to
+back spins once at the end.
 """
 from __future__ import annotations
 
@@ -19,7 +26,8 @@ import numpy as np
 import labkit
 from labkit.course import decoder as dec, device_loop as dl
 
-N_TOKENS = 48
+MAX_SEQ = 256       # the bench's model: positions (the KV cache's length)
+N_TOKENS = 192      # about how many tokens a generation makes (the EOS is picked to stop there)
 PROMPT = 1
 
 
@@ -52,32 +60,32 @@ class HostLoad:
             p.join(5)
 
 
-def _back_to_back(m, ex, stream, n) -> float:
+def _back_to_back(m, ex, stream, n) -> tuple[float, float]:
+    """(tokens/s, host CPU µs per token) of ``n`` replays launched back to back, one sync."""
     dec._reset(m, PROMPT, stream)
-    t0 = labkit.host_us()
+    t0, c0 = labkit.host_us(), labkit.cpu_us()
     for _ in range(n):
         ex.launch(stream)
     stream.synchronize()
-    return 1e6 * n / (labkit.host_us() - t0)
+    wall, cpu = labkit.host_us() - t0, labkit.cpu_us() - c0
+    return 1e6 * n / wall, cpu / n
 
 
-def _cpu_per_token(fn, n) -> float:
-    c0 = labkit.cpu_us()
-    fn()
-    return (labkit.cpu_us() - c0) / n
+def measure(repeat: int = 5, m=None, stream=None, n_tokens: int = N_TOKENS) -> dict:
+    """The decode bench's figures (medians over ``repeat`` interleaved rounds).
 
-
-def measure(repeat: int = 5, m=None, stream=None) -> dict:
-    """The decode bench's figures (medians over ``repeat`` interleaved rounds)."""
-    m = m or dec.make_model(seed=0)
+    ``m``: the model (by default seed 0 with `MAX_SEQ` positions); a generation makes about
+    ``n_tokens`` tokens (at most the model's ``max_seq``): the EOS token is numpy's token there.
+    """
+    m = m or dec.make_model(seed=0, max_seq=MAX_SEQ)
     s = stream or labkit.Stream()
     ref = dec.reference_generate(m, PROMPT, m.cfg.max_seq)
-    eos, n = dl.eos_for(ref, N_TOKENS)
+    eos, n = dl.eos_for(ref, min(n_tokens, m.cfg.max_seq))
     want = ref[:n]
     step_ex = dec.capture_step(m, s)
     loop = dl.build(m, s)
     rows = {k: [] for k in ("eager", "graph", "b2b", "loop", "loop_cpu", "eager_cpu", "graph_cpu",
-                            "graph_p99", "loop_us")}
+                            "b2b_cpu", "graph_p99", "loop_us", "loop_launch_cpu", "loop_wait_cpu")}
     match = True
     stopped = True
     for _ in range(repeat):
@@ -87,8 +95,12 @@ def measure(repeat: int = 5, m=None, stream=None) -> dict:
         c0 = labkit.cpu_us()
         g = dec.generate_graph(m, PROMPT, n, s, exec_=step_ex)
         rows["graph_cpu"].append((labkit.cpu_us() - c0) / n)
-        rows["b2b"].append(_back_to_back(m, step_ex, s, n))
+        b2b, b2b_cpu = _back_to_back(m, step_ex, s, n)
+        rows["b2b"].append(b2b)
+        rows["b2b_cpu"].append(b2b_cpu)
         r = loop.run(PROMPT, m.cfg.max_seq, eos)
+        rows["loop_launch_cpu"].append(r.launch_cpu_us)
+        rows["loop_wait_cpu"].append(r.cpu_us - r.launch_cpu_us)
         rows["eager"].append(e.tokens_per_s)
         rows["graph"].append(g.tokens_per_s)
         rows["graph_p99"].append(float(np.percentile(g.token_us, 99)))
@@ -110,8 +122,13 @@ def measure(repeat: int = 5, m=None, stream=None) -> dict:
         "device_loop_host_cpu_us_per_token": med["loop_cpu"],
         "eager_host_cpu_us_per_token": med["eager_cpu"],
         "graph_host_cpu_us_per_token": med["graph_cpu"],
+        "graph_back_to_back_host_cpu_us_per_token": med["b2b_cpu"],
+        "device_loop_launch_cpu_us": med["loop_launch_cpu"],
+        "device_loop_wait_cpu_us": med["loop_wait_cpu"],
         "graph_p99_token_us": med["graph_p99"],
         "device_loop_us_per_token": med["loop_us"],
+        "device_loop_vs_back_to_back": med["loop"] / med["b2b"],
+        "device_loop_vs_graph": med["loop"] / med["graph"],
         "device_loop_stopped_at_eos": stopped,
         "eos": eos, "tokens": n, "tokens_match": match,
     }
@@ -129,7 +146,8 @@ def main(args) -> int:
             res[f"loaded_{k}"] = loaded[k]
         res["device_loop_loaded_ratio"] = (loaded["device_loop_tokens_per_s"]
                                            / res["device_loop_tokens_per_s"])
-    print(f"decode bench: {res['tokens']} tokens (EOS {res['eos']}), {labkit.provenance()}")
+    print(f"decode bench: {res['tokens']} tokens per generation (EOS {res['eos']}), "
+          f"{labkit.provenance()}")
     for k, v in res.items():
         if isinstance(v, float):
             print(f"  {k:40s} {v:12.2f}")

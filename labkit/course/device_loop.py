@@ -1,18 +1,24 @@
 """The capstone's decoder as one WHILE graph: a whole generation in one ``cudaGraphLaunch``.
 
 The graph is ``start`` (token, position and stop flag set from a control buffer) followed by a
-WHILE node whose body is one decode step (`labkit.course.decoder.step`, 65 kernels) and ``stop_check``,
-which sets the loop's condition to 0 once the step produced the end-of-sequence token or the
-position reached the token limit. Everything the loop decides on lives in device memory:
+WHILE node whose body is one decode step: `labkit.course.decoder.step_to_token` (the step's
+kernels but its last) and `advance_or_stop`, which does the step's last kernel's work (the
+position moves on) and, in the same single thread, sets the loop's condition to 0 once the step
+produced the end-of-sequence token or the position reached the token limit. So the body has
+exactly the kernels of one step (65): the stop test costs no kernel of its own, and the loop's
+only extra GPU work per token is the WHILE iteration itself. Everything the loop decides on
+lives in device memory:
 
 * ``ctl`` (int32): ``[eos, limit, prompt_token]``, written by the host only when they change;
 * the decoder's own ``tok``, ``pos`` and ``history``;
 * ``done`` (int32): 1 once the loop has stopped, 2 if it stopped at EOS.
 
 The host launches once and waits once, on an event made with ``cudaEventBlockingSync`` so the
-waiting thread sleeps instead of spinning: the host CPU time per token is the launch divided by
-the tokens. What this cannot do: anything per token that needs the host (sampling with host
-randomness, streaming each token to a client, a stop rule written in Python).
+waiting thread sleeps instead of spinning: the host CPU time of a generation is its launch plus
+one sleeping wait (the wake-up included), whatever its length, so the CPU per token falls as
+the generation grows. `LoopResult` keeps the two parts apart. What this cannot do: anything per
+token that needs the host (sampling with host randomness, streaming each token to a client, a
+stop rule written in Python).
 """
 from __future__ import annotations
 
@@ -23,7 +29,7 @@ from numba import cuda
 
 from . import decoder as dec
 from .decoder.generate import _warm
-from .decoder.kernels import _bytes_cost
+from .decoder.kernels import _bytes_cost, _step_cost
 from .._errors import check
 from .._handles import stream_handle
 from .._kernel import kernel, to_device
@@ -31,7 +37,7 @@ from ..backend import cpu_us, host_us, rt
 from ..conditional import conditional_graph, set_condition
 
 __all__ = ["DeviceLoop", "build", "generate", "reference_until_eos", "LoopResult",
-           "start", "stop_check"]
+           "start", "advance_or_stop"]
 
 
 def _start_ref(grid, block, ctl, tok, pos, done):
@@ -49,17 +55,21 @@ def start(ctl, tok, pos, done):
         done[0] = 0
 
 
-def _stop_ref(grid, block, ctl, tok, pos, done, h):
+def _advance_or_stop_ref(grid, block, ctl, tok, pos, done, h):
+    pos[0] += 1
     if int(tok[0]) == int(ctl[0]) or int(pos[0]) >= int(ctl[1]):
         done[0] = 2 if int(tok[0]) == int(ctl[0]) else 1
         set_condition(h, 0)
 
 
-@kernel(reference=_stop_ref, cost=_bytes_cost)
-def stop_check(ctl, tok, pos, done, h):
-    """The loop's last kernel: stop at the end-of-sequence token or at the token limit."""
+@kernel(reference=_advance_or_stop_ref, cost=_step_cost)
+def advance_or_stop(ctl, tok, pos, done, h):
+    """The loop body's last kernel: the step's ``advance`` (pos += 1), then stop the loop at
+    the end-of-sequence token or at the token limit."""
     if cuda.grid(1) == 0:
-        if tok[0] == ctl[0] or pos[0] >= ctl[1]:
+        p = pos[0] + 1
+        pos[0] = p
+        if tok[0] == ctl[0] or p >= ctl[1]:
             done[0] = 2 if tok[0] == ctl[0] else 1
             set_condition(h, 0)
 
@@ -67,11 +77,13 @@ def stop_check(ctl, tok, pos, done, h):
 @dataclass
 class LoopResult:
     """One generation: ``tokens``, the ``wall_us`` from launch to done, the host ``cpu_us``
-    spent on it, and whether it ``stopped_at_eos``."""
+    spent on it (this process's CPU time, every thread, from before the launch to after the
+    wait), of which ``launch_cpu_us`` before the wait, and whether it ``stopped_at_eos``."""
     tokens: np.ndarray
     wall_us: float
     cpu_us: float
     stopped_at_eos: bool
+    launch_cpu_us: float = 0.0
 
     @property
     def tokens_per_s(self) -> float:
@@ -101,17 +113,18 @@ class DeviceLoop:
         cond = g.condition(default=1)
         body = g.while_loop(cond, deps=head.nodes)
         with body.capture(stream):
-            dec.step(m, stream)
-            stop_check[1, 1, stream](self.ctl, s["tok"], s["pos"], self.done, cond.arg)
+            dec.step_to_token(m, stream)
+            advance_or_stop[1, 1, stream](self.ctl, s["tok"], s["pos"], self.done, cond.arg)
         self.graph, self.condition, self.body = g, cond, body
-        # no cudaGraphUpload: the H200 refused the Upload instantiate flag for conditional
-        # graphs and cudaGraphUpload of one was not probed; the first run() uploads it
+        # The H200 refused the Upload instantiate flag for conditional graphs; a one-token run
+        # here does the upload, so no timed run() pays it
         self.exec = g.instantiate()
         self._h = stream_handle(stream)
         # the host sleeps on this event instead of spinning: its CPU time is what we measure
         flags = rt.cudaEventBlockingSync | rt.cudaEventDisableTiming
         self._ev = check(rt.cudaEventCreateWithFlags(flags), "cudaEventCreateWithFlags")
         self._params = None
+        self.run(0, 1)
 
     def set(self, prompt_token: int, limit: int, eos: int = -1):
         """Write the control buffer (only when it changes: a host-to-device copy)."""
@@ -129,12 +142,13 @@ class DeviceLoop:
         w0, c0 = host_us(), cpu_us()
         self.exec.launch(self.stream)
         check(rt.cudaEventRecord(self._ev, self._h), "cudaEventRecord")
+        c1 = cpu_us()
         check(rt.cudaEventSynchronize(self._ev), "cudaEventSynchronize")
         wall, cpu = host_us() - w0, cpu_us() - c0
         n = int(self.m.state["pos"].copy_to_host()[0])
         toks = self.m.state["history"].copy_to_host()[:n].copy()
         done = int(self.done.copy_to_host()[0])
-        return LoopResult(toks, wall, cpu, done == 2)
+        return LoopResult(toks, wall, cpu, done == 2, c1 - c0)
 
     def close(self):
         rt.cudaEventDestroy(self._ev)

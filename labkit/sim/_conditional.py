@@ -22,8 +22,14 @@ The rules are the H200's, as ``tests/conformance/conditional_probe.py`` measured
   then-body on non-zero, its else-body on 0; SWITCH runs body ``value`` if there is one;
 * a capture into a body that is invalidated (a synchronize inside it) leaves the body unusable:
   ``cudaGraphGetNodes`` on it is ``cudaErrorInvalidValue`` afterwards;
-* ``cudaGraphExecUpdate`` of an executable holding a conditional node fails (the H200 returned
-  an error; which one is not recorded: the simulator says ``cudaErrorGraphExecUpdateFailure``).
+* ``cudaGraphExecUpdate`` of an executable holding conditional nodes by a graph of the same
+  shape succeeds (the H200 on 2026-12-03: a WHILE graph updated by one built the same way with
+  another kernel argument and its own handle). Same shape, as CUDA's documentation of the call
+  says for conditional nodes: the node's own parameters (type, number of bodies) cannot change
+  and each body must be topologically identical, its nodes' parameters updatable as at the top
+  level; the handles' flags and default values are taken from the new graph. The executable then
+  runs with the new graph's handles, which its kernels (updated too) set. A shape that differs
+  is ``cudaErrorGraphExecUpdateFailure``.
 
 What the simulator adds, because it cannot hang: a WHILE that has run `MAX_WHILE_ITERATIONS`
 iterations (``LABKIT_SIM_MAX_WHILE``, 10000 by default) raises `WhileIterationLimit`, whose
@@ -373,12 +379,39 @@ def count_nodes(x) -> int:
     return n(x.nodes)
 
 
+def _same_shape(snap, nodes) -> bool:
+    """Whether graph nodes ``nodes`` have the shape of executable snapshot ``snap``: the same
+    types and edges, conditional nodes of the same type with as many bodies, each body of the
+    same shape in turn."""
+    if len(snap) != len(nodes):
+        return False
+    index = {n: i for i, n in enumerate(nodes)}
+    for (xtype, xp, xdeps), n in zip(snap, nodes):
+        if xtype != n.type or sorted(xdeps) != sorted(index[d] for d in n.deps):
+            return False
+        if xtype == _NT.cudaGraphNodeTypeConditional:
+            if xp["ctype"] != n.payload["ctype"] or len(xp["bodies"]) != len(n.payload["bodies"]):
+                return False
+            if not all(_same_shape(xb, b.nodes) for xb, b in zip(xp["bodies"], n.payload["bodies"])):
+                return False
+    return True
+
+
 def update_error(x, g):
-    """``cudaGraphExecUpdate`` refuses executables and graphs that hold conditional nodes."""
-    if any(t == _NT.cudaGraphNodeTypeConditional for t, _, _ in x.nodes) or any(
-            n.type == _NT.cudaGraphNodeTypeConditional for n in g.nodes):
-        return E.cudaErrorGraphExecUpdateFailure
-    return None
+    """``cudaGraphExecUpdate``'s refusal for executable ``x`` and graph ``g``: None when ``g`` has
+    ``x``'s shape (bodies of conditional nodes included), else the error code."""
+    return None if _same_shape(x.nodes, g.nodes) else E.cudaErrorGraphExecUpdateFailure
+
+
+def on_update(x, g):
+    """After an update of ``x`` from ``g``: ``x`` runs ``g``'s bodies with ``g``'s handles (their
+    flags and defaults), as the update's kernels, which set them, expect. A handle keeps its value
+    across the update only where it is the same handle."""
+    on_old = dict(getattr(x, "cond_values", {}))
+    on_instantiate(x, g)
+    for hid in x.cond_values:
+        if hid in on_old:
+            x.cond_values[hid] = on_old[hid]
 
 
 # ---------------------------------------------------------------- running

@@ -425,9 +425,16 @@ def cudaEventSynchronize(event):
     if c is not None:
         _invalidate(c)
         return (_fail(E.cudaErrorStreamCaptureUnsupported),)
-    # a cudaEventBlockingSync event lets the thread sleep: the wait costs no CPU time
-    _clock.api("cudaEventSynchronize", P("sync_us"), wait_until=e.time_us or 0.0,
-               spin=not e.flags & cudaEventBlockingSync)
+    # a cudaEventBlockingSync event lets the thread sleep instead of spinning; if it really
+    # sleeps (the GPU is not done yet) it wakes blocking_sync_wake_us after the GPU is, and the
+    # wake-up costs the host blocking_sync_cpu_us (both measured: labkit.cli.decode_costs)
+    blocking = bool(e.flags & cudaEventBlockingSync)
+    done_at = e.time_us or 0.0
+    if blocking and done_at > _clock.host_us() + P("sync_us"):
+        _clock.api("cudaEventSynchronize", P("sync_us") + P("blocking_sync_cpu_us"),
+                   wait_until=done_at + P("blocking_sync_wake_us"), spin=False)
+    else:
+        _clock.api("cudaEventSynchronize", P("sync_us"), wait_until=done_at, spin=not blocking)
     return _OK
 
 
@@ -987,13 +994,12 @@ def cudaGraphExecUpdate(hGraphExec, hGraph):
         return (_fail(E.cudaErrorInvalidValue), None)
     _clock.api("cudaGraphExecUpdate",
                _clock.C("exec_update", len(g.nodes)))
-    if len(g.nodes) != len(x.nodes) or _cond.update_error(x, g) is not None:   # conditional
-        return (_fail(E.cudaErrorGraphExecUpdateFailure), None)
+    err = _cond.update_error(x, g)          # the same shape, conditional bodies included
+    if err is not None:
+        return (_fail(err), None)
     index = {n: i for i, n in enumerate(g.nodes)}
-    for (xtype, _, xdeps), n in zip(x.nodes, g.nodes):
-        if xtype != n.type or sorted(xdeps) != sorted(index[d] for d in n.deps):
-            return (_fail(E.cudaErrorGraphExecUpdateFailure), None)
     x.nodes = [(n.type, dict(n.payload), [index[d] for d in n.deps]) for n in g.nodes]
+    _cond.on_update(x, g)
     info = cudaGraphExecUpdateResultInfo()
     info.result = cudaGraphExecUpdateResult.cudaGraphExecUpdateSuccess
     return E.cudaSuccess, info

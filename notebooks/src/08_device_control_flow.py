@@ -128,9 +128,11 @@ assert out.copy_to_host().tolist() == [1, 0, 1]
 # %% [markdown]
 # ## 4. The decoder as one WHILE graph
 #
-# `labkit.course.device_loop` puts notebook 07's step (65 kernels) in a WHILE body, followed by
-# `stop_check`, which sets the condition to 0 when the step produced the end-of-sequence token or
-# the position reached the limit. The prompt, EOS, limit, token, position and a stop flag all
+# `labkit.course.device_loop` puts notebook 07's step (65 kernels) in a WHILE body. Its last
+# kernel, `advance_or_stop`, does what the step's last kernel does (move the position on) and, in
+# the same thread, sets the condition to 0 when the step produced the end-of-sequence token or
+# the position reached the limit: the stop test costs no kernel of its own, so the body has
+# exactly the step's kernels, and the loop's only extra GPU work per token is the WHILE iteration. The prompt, EOS, limit, token, position and a stop flag all
 # live in device memory; the host launches once and waits once (sleeping on a
 # `cudaEventBlockingSync` event). We pick an EOS token that numpy's reference produces at about
 # token 48, and check the loop stops exactly there.
@@ -150,22 +152,28 @@ loop.close()
 # `decode_bench.measure` (also `python -m labkit bench --decode --json`) runs the four in
 # interleaved rounds and checks every decoder's tokens against numpy. *Back to back* launches
 # the step graph N times with one synchronize: the GPU-bound limit, but it cannot stop at EOS.
+# Host CPU is this process's CPU time over a whole generation, its launches and waits included,
+# per token. A synchronize spins while it waits, so back to back, which spins once through the
+# whole generation, costs the host about as much as a graph per token; the device loop's host
+# sleeps on its event, and pays one launch and one wake-up per generation.
 
 # %%
 res = decode_bench.measure(repeat=3, m=model, stream=stream)
 names = ["eager", "graph per token", "back to back", "device loop"]
 tps = [res["eager_tokens_per_s"], res["graph_tokens_per_s"],
        res["graph_back_to_back_tokens_per_s"], res["device_loop_tokens_per_s"]]
-cpu = [res["eager_host_cpu_us_per_token"], res["graph_host_cpu_us_per_token"], float("nan"),
-       res["device_loop_host_cpu_us_per_token"]]
+cpu = [res["eager_host_cpu_us_per_token"], res["graph_host_cpu_us_per_token"],
+       res["graph_back_to_back_host_cpu_us_per_token"], res["device_loop_host_cpu_us_per_token"]]
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
 axes[0].bar(names, tps, color=plot.colors_for(names))
 axes[0].set_ylabel("tokens/s")
 axes[0].set_title(f"throughput ({labkit.provenance()})")
-axes[1].bar(names, cpu, color=plot.colors_for(names))
+bars = axes[1].bar(names, cpu, color=plot.colors_for(names))
+axes[1].bar_label(bars, fmt="%.1f")
 axes[1].set_yscale("log")
 axes[1].set_ylabel("host CPU µs per token (log)")
-axes[1].set_title(f"host CPU ({labkit.provenance()})")
+axes[1].set_title(f"host CPU, whole generation of {res['tokens']} tokens ({labkit.provenance()})",
+                  fontsize=9)
 for ax in axes:
     ax.tick_params(axis="x", rotation=20)
 plt.tight_layout()
@@ -200,7 +208,8 @@ labkit.expect(ratio >= 0.85, "the device loop makes at least 0.85× the back-to-
 #   of kernels per token on an H200), and each WHILE iteration even adds ~3 µs. Against one graph
 #   per token with a synchronize each the gain is the host round trip, a few per cent here.
 # - **The host is free.** One launch per *generation* instead of per token: the CPU time per
-#   token drops from a spinning wait per token to a fraction of a microsecond, and a busy or slow
+#   token drops from a spinning wait per token to one launch and one wake-up shared by all the
+#   generation's tokens (a few µs per token here, less the longer the generation), and a busy or slow
 #   host (`--host-load`) no longer stretches each token. Per-token latency loses the host's jitter.
 # - **It stops exactly at EOS**, which back-to-back replays cannot: they run a fixed count.
 # - **It pays most for small, fast steps**, where the host round trip is a large share of a token.

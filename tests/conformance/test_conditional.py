@@ -375,30 +375,61 @@ def test_an_invalidated_capture_into_a_body_leaves_the_body_unusable(res):
     assert rt.cudaGraphGetNodes(body)[0] == E.cudaErrorInvalidValue
 
 
-@pytest.mark.skipif(not is_gpu,
-                    reason="KNOWN GAP: the simulator refuses this update (cudaErrorGraphExec"
-                           "UpdateFailure); the H200 accepted it on 2026-12-03 (issue 19's note)")
+def _count_graph(res, s, n, extra=0):
+    """A WHILE graph whose body counts ``a`` to ``n`` (plus ``extra`` more kernels): (g, a)."""
+    a = zeros()
+    g = graph(res)
+    h = handle(g, default=1)
+    _, (body,) = cond_node(g, h, WHILE)
+
+    def fill():
+        count_to[1, 1, s](a, n, H(h))
+        for _ in range(extra):
+            inc_at[1, 1, s](a, 0)
+    capture_into(s, body, fill)
+    return g, a
+
+
 def test_exec_update_of_a_same_shape_graph_with_a_conditional_node_succeeds(res):
     """On the H200 (2026-12-03, this test): cudaGraphExecUpdate of a WHILE graph by one of the
     same shape with another kernel argument returns cudaSuccess. (The earlier probe reported an
     error; that was its own set-up.)"""
     s = res.stream()
-
-    def build(n):
-        a = zeros()
-        g = graph(res)
-        h = handle(g, default=1)
-        _, (body,) = cond_node(g, h, WHILE)
-        capture_into(s, body, lambda: count_to[1, 1, s](a, n, H(h)))
-        return g, a
-
-    g1, a1 = build(10)
+    g1, a1 = _count_graph(res, s, 10)
     ge = run(res, g1, s)
     assert host(a1) == [10]
-    g2, _ = build(20)
+    g2, _ = _count_graph(res, s, 20)
     err, _ = rt.cudaGraphExecUpdate(ge, g2)
     rt.cudaGetLastError()
     assert err == OK
+
+
+def test_an_updated_while_graph_runs_the_new_graphs_body_and_condition(res):
+    """NOT PROBED before issue 19's last H200 run (which ran it, with a time limit, as the loop
+    would never end if the executable kept the old handle): after the update the executable
+    counts the new graph's array to the new graph's limit, and leaves the old array alone.
+    CUDA's documentation: a conditional node's body nodes update as top-level nodes do."""
+    s = res.stream()
+    g1, a1 = _count_graph(res, s, 10)
+    ge = run(res, g1, s)
+    g2, a2 = _count_graph(res, s, 20)
+    assert rt.cudaGraphExecUpdate(ge, g2)[0] == OK
+    assert rt.cudaGraphLaunch(ge, s)[0] == OK
+    assert rt.cudaStreamSynchronize(s)[0] == OK
+    assert (host(a1), host(a2)) == ([10], [20])
+
+
+def test_exec_update_by_a_graph_whose_while_body_differs_fails(res):
+    """NOT PROBED before issue 19's last H200 run: a body with one kernel more is another
+    topology, so the update fails (CUDA's documented rule: each body topologically identical)
+    and the executable is unchanged."""
+    s = res.stream()
+    g1, a1 = _count_graph(res, s, 10)
+    ge = run(res, g1, s)
+    g2, _ = _count_graph(res, s, 10, extra=1)
+    err, _ = rt.cudaGraphExecUpdate(ge, g2)
+    rt.cudaGetLastError()
+    assert err == E.cudaErrorGraphExecUpdateFailure
 
 
 F = rt.cudaGraphInstantiateFlags

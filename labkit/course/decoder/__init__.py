@@ -29,10 +29,10 @@ name is re-exported here, so ``from labkit.course import decoder as dec; dec.ste
 from .generate import DecodeResult, _reset, capture_step, generate_eager, generate_graph
 from .kernels import (EPS, KERNELS, TPB, advance, argmax, attn_out, attn_scores, block_reduce,
                       embed, matvec, residual_add, rmsnorm, silu, softmax, store_kv)
-from .model import Config, Model, make_model, step
+from .model import Config, Model, make_model, step, step_to_token
 from .reference import reference_generate, torch_generate
 
-__all__ = ["Config", "Model", "make_model", "step", "reference_generate", "generate_eager",
+__all__ = ["Config", "Model", "make_model", "step", "step_to_token", "reference_generate", "generate_eager",
            "generate_graph", "capture_step", "DecodeResult", "KERNELS", "torch_generate", "TPB",
            "EPS", "block_reduce", "embed", "rmsnorm", "matvec", "store_kv", "attn_scores",
            "softmax", "attn_out", "residual_add", "silu", "argmax", "advance"]

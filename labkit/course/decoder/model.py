@@ -10,7 +10,7 @@ from ..._kernel import device_array, to_device
 from .kernels import (TPB, advance, argmax, attn_out, attn_scores, embed, matvec, residual_add,
                       rmsnorm, silu, softmax, store_kv)
 
-__all__ = ["Config", "Model", "make_model", "step"]
+__all__ = ["Config", "Model", "make_model", "step", "step_to_token"]
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,21 @@ def step(m: Model, stream) -> int:
     """Launch one decode step on ``stream``; returns the number of kernels launched.
 
     Reads the token and position from device memory and leaves the next token and position
-    there, so the same launches (or their captured graph) serve every token.
+    there, so the same launches (or their captured graph) serve every token: `step_to_token`,
+    then ``advance`` moves the position on.
+    """
+    n = step_to_token(m, stream)
+    advance[1, 1, stream](m.state["pos"])
+    return n + 1
+
+
+def step_to_token(m: Model, stream) -> int:
+    """A decode step up to the next token, without its last kernel (``advance``).
+
+    The step's kernels but the last, which moves the position on: a caller that needs more
+    from that last single-thread kernel (the device loop's stop test,
+    `labkit.course.device_loop.advance_or_stop`) launches its own instead, so its loop body
+    has exactly as many kernels as `step`. Returns the number of kernels launched.
     """
     c, d, s = m.cfg, m.dev, m.state
     D, H = c.d_model, c.n_heads
@@ -124,7 +138,6 @@ def step(m: Model, stream) -> int:
     k(rmsnorm, 1, TPB, s["x"], d["norm_f"], s["h"])
     k(matvec, c.vocab, TPB, d["W_out"], s["h"], s["logits"])
     k(argmax, 1, TPB, s["logits"], s["tok"], s["history"], s["pos"])
-    k(advance, 1, 1, s["pos"])
     return n
 
 

@@ -1,0 +1,51 @@
+"""The capstone's device loop: one WHILE graph makes numpy's tokens, stops at EOS or at the
+limit, and its body is exactly one decode step (the stop test inside the step's last kernel)."""
+import numpy as np
+import pytest
+
+import labkit
+from labkit.course import decoder as dec, device_loop as dl
+
+
+@pytest.fixture(scope="module")
+def setup():
+    m = dec.make_model(seed=0)
+    s = labkit.Stream()
+    loop = dl.build(m, s)
+    yield m, loop
+    loop.close()
+
+
+def test_the_loop_body_has_exactly_the_kernels_of_one_decode_step(setup):
+    m, loop = setup
+    assert len(loop.body.kernel_nodes()) == m.cfg.kernels_per_token
+    assert len(loop.body) == m.cfg.kernels_per_token
+
+
+def test_the_loop_stops_at_the_end_of_sequence_token_with_numpys_tokens(setup):
+    m, loop = setup
+    ref = dec.reference_generate(m, 1, m.cfg.max_seq)
+    eos, n = dl.eos_for(ref, 20)
+    r = loop.run(1, m.cfg.max_seq, eos)
+    assert r.stopped_at_eos and len(r.tokens) == n
+    np.testing.assert_array_equal(r.tokens, ref[:n])
+
+
+def test_without_an_end_of_sequence_token_the_loop_stops_at_the_limit(setup):
+    m, loop = setup
+    r = loop.run(1, 7)
+    assert not r.stopped_at_eos
+    np.testing.assert_array_equal(r.tokens, dec.reference_generate(m, 1, 7))
+
+
+def test_a_generations_host_cpu_holds_its_launch_and_its_wait(setup):
+    m, loop = setup
+    r = loop.run(1, 12)
+    assert 0 < r.launch_cpu_us < r.cpu_us
+    assert r.cpu_us_per_token == pytest.approx(r.cpu_us / 12)
+
+
+def test_a_limit_beyond_the_models_positions_is_refused(setup):
+    m, loop = setup
+    with pytest.raises(ValueError, match=r"limit must be 1\.\.max_seq \(64\), got 65"):
+        loop.run(1, 65)
