@@ -8,7 +8,7 @@ from ._errors import CudaError, check
 from ._graph import Graph
 from ._handles import stream_handle
 from ._streams import Event
-from .backend import rt
+from .backend import frees_held, rt
 
 __all__ = ["capture", "fork", "Capture", "current_capture"]
 
@@ -64,33 +64,35 @@ def capture(stream, mode: str = "global"):
                         hint="the legacy NULL stream cannot be captured: create a stream "
                              "(labkit.Stream()) and capture that")
     rt.cudaGetLastError()   # start clean, so a later error is this capture's own
-    err, = rt.cudaStreamBeginCapture(h, _MODES[mode])
-    if int(err):
-        _refuse_begin(err, h)
-    cap = Capture(stream, mode)
-    cap._open = True
-    stack = _capstack.push(cap)
-    body_error = None
-    try:
-        yield cap
-    except BaseException as e:
-        body_error = e
-        if isinstance(e, CudaError) and cap.first_error is None:
-            cap.first_error = e
-        raise
-    finally:
-        _capstack.pop(stack)
-        cap._open = False
-        first = rt.cudaGetLastError()[0]
-        err, graph = rt.cudaStreamEndCapture(h)
-        if int(err) == 0:
-            cap._graph = Graph(graph, keepalive=cap.keepalive, launched=cap.launched)
-        elif body_error is None:
-            cause = cap.first_error
-            if cause is None and int(first) not in (0, int(err)):
-                cause = CudaError(first)
-            where = f"; the first failing call was: {cause}" if cause else ""
-            raise CudaError(err, f"cudaStreamEndCapture{where}") from cause
+    # numba must not free device memory (cuMemFree) while the capture is open: see frees_held
+    with frees_held():
+        err, = rt.cudaStreamBeginCapture(h, _MODES[mode])
+        if int(err):
+            _refuse_begin(err, h)
+        cap = Capture(stream, mode)
+        cap._open = True
+        stack = _capstack.push(cap)
+        body_error = None
+        try:
+            yield cap
+        except BaseException as e:
+            body_error = e
+            if isinstance(e, CudaError) and cap.first_error is None:
+                cap.first_error = e
+            raise
+        finally:
+            _capstack.pop(stack)
+            cap._open = False
+            first = rt.cudaGetLastError()[0]
+            err, graph = rt.cudaStreamEndCapture(h)
+            if int(err) == 0:
+                cap._graph = Graph(graph, keepalive=cap.keepalive, launched=cap.launched)
+            elif body_error is None:
+                cause = cap.first_error
+                if cause is None and int(first) not in (0, int(err)):
+                    cause = CudaError(first)
+                where = f"; the first failing call was: {cause}" if cause else ""
+                raise CudaError(err, f"cudaStreamEndCapture{where}") from cause
 
 
 def _refuse_begin(err, h):

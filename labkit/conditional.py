@@ -37,7 +37,7 @@ from . import _capstack, _capture
 from ._errors import CudaError, check
 from ._graph import Graph, GraphExec
 from ._handles import stream_handle
-from .backend import make_set_condition, rt
+from .backend import frees_held, make_set_condition, rt
 
 __all__ = ["Condition", "Body", "ConditionalGraph", "conditional_graph", "conditional_in_capture",
            "set_condition", "SET_CONDITION_CU", "BODY_RULE"]
@@ -171,30 +171,31 @@ class _Builder:
                             "cudaStreamBeginCaptureToGraph on the legacy NULL stream",
                             hint="capture a stream you created (labkit.Stream())")
         deps = list(deps or [])
-        rt.cudaGetLastError()
-        check(rt.cudaStreamBeginCaptureToGraph(h, self.handle, deps or None, None, len(deps),
-                                               _MODES[mode]), "cudaStreamBeginCaptureToGraph")
-        cap = _capture.Capture(stream, mode)
-        cap.keepalive = self._root.keepalive
-        cap.nodes = []
-        stack = _capstack.push(cap)
-        failed = None
-        try:
-            yield cap
-        except BaseException as e:
-            failed = e
-            raise
-        finally:
-            _capstack.pop(stack)
-            first = rt.cudaGetLastError()[0]
-            info = rt.cudaStreamGetCaptureInfo(h)
-            if int(info[0]) == 0 and int(info[1]) == int(
-                    rt.cudaStreamCaptureStatus.cudaStreamCaptureStatusActive):
-                cap.nodes = list(info[4])
-            err = rt.cudaStreamEndCapture(h)[0]
-            if int(err) and failed is None:
-                where = f"; the first failing call returned {CudaError(first).name}" if int(first) else ""
-                raise CudaError(err, f"cudaStreamEndCapture into {self._what()}{where}")
+        with frees_held():     # no cuMemFree of numba's inside the capture (see frees_held)
+            rt.cudaGetLastError()
+            check(rt.cudaStreamBeginCaptureToGraph(h, self.handle, deps or None, None, len(deps),
+                                                   _MODES[mode]), "cudaStreamBeginCaptureToGraph")
+            cap = _capture.Capture(stream, mode)
+            cap.keepalive = self._root.keepalive
+            cap.nodes = []
+            stack = _capstack.push(cap)
+            failed = None
+            try:
+                yield cap
+            except BaseException as e:
+                failed = e
+                raise
+            finally:
+                _capstack.pop(stack)
+                first = rt.cudaGetLastError()[0]
+                info = rt.cudaStreamGetCaptureInfo(h)
+                if int(info[0]) == 0 and int(info[1]) == int(
+                        rt.cudaStreamCaptureStatus.cudaStreamCaptureStatusActive):
+                    cap.nodes = list(info[4])
+                err = rt.cudaStreamEndCapture(h)[0]
+                if int(err) and failed is None:
+                    where = f"; the first failing call returned {CudaError(first).name}" if int(first) else ""
+                    raise CudaError(err, f"cudaStreamEndCapture into {self._what()}{where}")
 
     def _what(self) -> str:
         return "the graph"

@@ -30,7 +30,7 @@ from ._choose import BackendError, choose
 
 __all__ = ["name", "reason", "error", "is_gpu", "rt", "to_device", "device_array", "pinned_array",
            "launcher", "bare_launch", "KernelParams", "host_us", "cpu_us", "start_trace", "stop_trace",
-           "provenance", "course_size", "kernel_node_name", "BackendError"]
+           "provenance", "course_size", "kernel_node_name", "frees_held", "BackendError"]
 
 
 def _started_as_cli() -> bool:
@@ -67,6 +67,7 @@ stop_trace = _impl.stop_trace
 provenance = _impl.provenance
 make_set_condition = _impl.make_set_condition
 kernel_node_name = _impl.kernel_node_name
+frees_held = _impl.frees_held
 
 
 def course_size(*, cuda, sim):

@@ -207,6 +207,17 @@ class KernelParams:
 
 # ------------------------------------------------------------------ clock, traces, provenance
 
+def frees_held():
+    """A context in which numba holds the device memory it would free (``cuda.defer_cleanup``).
+
+    numba frees collected device arrays lazily, at a later allocation or when its queue is full:
+    a ``cuMemFree`` inside a stream capture is refused and invalidates the capture (seen on the
+    H200: an array from an earlier cell, freed while the next capture was open). So a capture
+    holds the frees until it ends.
+    """
+    return _numba.defer_cleanup()
+
+
 def host_us() -> float:
     """Host wall clock in µs."""
     return time.perf_counter_ns() / 1e3

@@ -9,6 +9,8 @@ an eager launch is a launch of the registered function that also costs numba's d
 """
 from __future__ import annotations
 
+import contextlib
+
 import ctypes
 import functools
 import weakref
@@ -95,6 +97,12 @@ class SimDeviceArray:
 
     def __repr__(self):
         return f"<simulated device array shape={self.shape} dtype={self.dtype}>"
+
+
+def frees_held():
+    """The simulator frees an array when it is collected, through its own allocator, never by
+    a runtime call inside a capture: nothing to hold."""
+    return contextlib.nullcontext()
 
 
 def to_device(ary, stream=0):
