@@ -188,29 +188,36 @@ ge.close()
 # instantiate and launch cost, the same result. The build differs. Capture goes through numba's
 # launch path once per kernel (about 19 µs each on the H200, most of it Python dispatch) and the
 # driver records each launch as a node. The explicit build reuses one parameter block and makes one
-# driver call per node: on the H200 a 200-node chain took about 380 µs to build explicitly against
-# about 3,200 µs to capture, some 8× cheaper. So the explicit API buys two things from Python:
+# driver call per node: on the H200 `python -m labkit bench` built a 200-node chain explicitly in
+# 340–390 µs against 2,700–3,200 µs to capture it, and the single builds timed below (medians of a
+# few) point the same way. So the explicit API buys two things from Python:
 # control of the shape (any DAG, without streams and events), and a build without numba's dispatch.
 # Capture stays the easy way when the work is already written as launches on a stream.
 
 # %%
 NE = 100
 xa, xb = labkit.to_device(x0), labkit.to_device(x0)
-t0 = labkit.host_us()
-g_exp = explicit.chain_graph(workloads.add_one, NE, 4, 256, xa)
-t_build = labkit.host_us() - t0
-t0 = labkit.host_us()
-with labkit.capture(s) as cap:
-    workloads.chain(NE, xb, s)
-g_cap = cap.graph
-t_capture = labkit.host_us() - t0
+
+def captured_chain(buf):
+    with labkit.capture(s) as cap:
+        workloads.chain(NE, buf, s)
+    return cap.graph
+
+
+def build_cost(build, repeat=5):
+    """Median host µs of ``build()`` (each graph closed after), and one more graph to keep."""
+    t = timing.measure(lambda: build().close(), repeat=repeat, warmup=1)
+    return t.median, build()
+
+
+t_build, g_exp = build_cost(lambda: explicit.chain_graph(workloads.add_one, NE, 4, 256, xa))
+t_capture, g_cap = build_cost(lambda: captured_chain(xb))
 assert g_exp.node_kinds() == g_cap.node_kinds() and sorted(g_exp.edges) == sorted(g_cap.edges)
 
 res = {}
 for name, g in (("explicit", g_exp), ("captured", g_cap)):
-    t0 = labkit.host_us()
+    t_inst = timing.measure(lambda: g.instantiate().close(), repeat=5, warmup=1).median
     ex = g.instantiate()
-    t_inst = labkit.host_us() - t0
     ex.upload(s)
     launch = timing.measure(lambda: ex.launch(s), sync=s, warmup=WARMUP, repeat=REPEAT)
     res[name] = (t_inst, launch.median)

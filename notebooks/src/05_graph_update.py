@@ -382,10 +382,11 @@ labkit.expect(big["exec update"] < big["re-instantiate"] < big["re-capture + ins
 #   graph costs what the top line shows minus the instantiation.
 # - **node update** changes one node, so it does not grow with the graph: the flat bottom line.
 #   On the H200 the handle took about 1.6 µs, twice the bare driver call with the same block
-#   (0.8 µs, measured beside it by `python -m labkit bench --wrapper`); `set_kernel_args` about
-#   3 µs. For a graph of one or a few nodes an exec update costs about as little (it has only
-#   those nodes to compare); from tens of nodes on, the node update is the cheapest by a widening
-#   margin, several times cheaper than an exec update of a 100-node graph. So when a few nodes of a
+#   (0.8 µs, measured beside it by `python -m labkit bench --wrapper`); `set_kernel_args` a little
+#   more (1.7–2.9 µs in one H200 run). For a graph of one or a few nodes an exec update costs a
+#   few µs too (it has only those nodes to compare); from tens of nodes on, the node update is the
+#   cheapest by a widening margin, about 10× cheaper than an exec update of a 100-node graph on
+#   the H200 (2.3 against 20.7 µs). So when a few nodes of a
 #   large graph change, update those nodes; when many change, or the shape
 #   of a kernel's launch does, one exec update from a new capture replaces many node updates.
 
