@@ -239,7 +239,7 @@ for name in ("sync after each", "one sync at end", "graph"):
 # In the first timeline the stream row shows a gap before every kernel: the GPU idles while
 # the CPU returns from the synchronize and launches again. With one synchronize at the end there
 # is no wait on the CPU's side any more, but the stream row still has gaps: each tiny kernel runs
-# in a few µs while numba needs about 20 µs to launch the next one, so the GPU waits for the
+# in about a microsecond while numba needs about 20 µs to launch the next one, so the GPU waits for the
 # CPU's launch rate (the gaps are the launches, not synchronizations). Only the graph runs its
 # kernels back to back: one `cudaGraphLaunch` submits all 50, and the GPU no longer waits for the
 # host. On a GPU the timeline is traced with CUPTI (NVIDIA's profiling interface), which makes

@@ -206,7 +206,8 @@ labkit.expect(ratio >= 0.85, "the device loop makes at least 0.85× the back-to-
 #
 # - **Tokens/s barely move** against back-to-back replays: this decoder is GPU-bound (about 100 µs
 #   of kernels per token on an H200), and each WHILE iteration even adds ~3 µs. Against one graph
-#   per token with a synchronize each the gain is the host round trip, a few per cent here.
+#   per token with a synchronize each, the gain is one host round trip per token, within the
+#   run-to-run noise here (the H200 measured 0.98× to 1.04× in different runs).
 # - **The host is free.** One launch per *generation* instead of per token: the CPU time per
 #   token drops from a spinning wait per token to one launch and one wake-up shared by all the
 #   generation's tokens (a few µs per token here, less the longer the generation), and a busy or slow

@@ -31,7 +31,10 @@ class DecodeResult:
 
 
 def _sync(stream):
-    check(_rt.cudaStreamSynchronize(stream_handle(stream)), "synchronize")
+    if hasattr(stream, "synchronize"):   # a labkit.Stream: its sync is a span of a timeline
+        stream.synchronize()
+    else:
+        check(_rt.cudaStreamSynchronize(stream_handle(stream)), "synchronize")
 
 
 def _reset(m: Model, prompt_token: int, stream):
