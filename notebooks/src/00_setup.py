@@ -141,7 +141,7 @@ print(f"p5..p95 spread: {st.percentile(5):.2f} .. {st.p95:.2f} µs")
 # Tracing makes some calls a little dearer on a GPU: the note under each timeline says by how
 # much, and a graph launch's estimated extra is drawn hatched.
 
-# %%
+# %% tags=["key-figure"]
 with timing.timeline() as rec:
     workloads.chain(5, x, s)              # five add_one launches back to back
     s.synchronize()

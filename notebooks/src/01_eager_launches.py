@@ -117,7 +117,7 @@ labkit.expect(graph[-1].median < graph[0].median, "the graph's cost per kernel f
 # eager timeline, each green kernel should be followed by idle time while the host prepares the
 # next launch; in the graph, the kernels should sit almost back to back.
 
-# %%
+# %% tags=["key-figure"]
 K_TL = 20
 xt = labkit.to_device(x0)
 with timing.timeline() as rec_eager:

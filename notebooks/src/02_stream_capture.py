@@ -169,7 +169,7 @@ assert code_906 == 906 and int(err) == 901
 # a stream is never left capturing. `cap.graph` is a `labkit.Graph` that owns the handle and keeps
 # the arrays its kernels use alive.
 
-# %%
+# %% tags=["key-figure"]
 s = labkit.Stream()
 with labkit.capture(s) as cap:
     preprocess[GRID, BLOCK, s](inp, work)

@@ -134,7 +134,7 @@ labkit.expect(big["uploaded_first_launch"].median < big["first_launch"].median,
 # `setup / (eager iteration - graph iteration)`. For the K = 200 chain, setup = capture +
 # instantiate + upload, measured above.
 
-# %%
+# %% tags=["key-figure"]
 K = SZ["kernels"]
 ph = phases[K]
 setup_us = ph["capture"].median + ph["instantiate"].median + ph["upload"].median

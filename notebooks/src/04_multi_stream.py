@@ -254,7 +254,7 @@ for fn in (one_stream, many_streams, one_graph):
     assert all(np.all(x.copy_to_host() == DEPTH * ITERS) for x in bufs), fn.__name__
 print("same results")
 
-# %%
+# %% tags=["key-figure"]
 SZ = workloads.sizes()
 runs = {}
 for label, fn in [("eager, one stream", one_stream), ("eager, several streams", many_streams),

@@ -304,7 +304,7 @@ assert ug.failed_updates == 5 and not ug.updates_enabled
 # call. `set_kernel_args` (section 2) is the easy form of the same call; it checks and packs the
 # arguments afresh each time, which the line printed after the figure shows it costs.
 
-# %%
+# %% tags=["key-figure"]
 x5, y5 = labkit.to_device(np.zeros(N, np.float32)), labkit.to_device(np.zeros(N, np.float32))
 costs = {k: [] for k in ("node update", "exec update", "re-instantiate", "re-capture + instantiate")}
 easy = []                                      # set_kernel_args, the easy form, per size

@@ -148,7 +148,7 @@ print(f"{N_REQ} requests; mean eager service {mean_eager:.0f} µs, "
       f"mean graph service {service['graph'][:, 0].mean():.0f} µs")
 
 
-# %%
+# %% tags=["key-figure"]
 def fifo(arrivals, service_us):
     """Latency (wait + service) of each request through one FIFO worker, and the makespan."""
     lat, free = np.empty_like(service_us), arrivals[0]

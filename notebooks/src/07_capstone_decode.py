@@ -90,7 +90,7 @@ print("identical: yes")
 # %% [markdown]
 # ## 4. Tokens per second and per-token latency
 
-# %%
+# %% tags=["key-figure"]
 rows = {"numba eager": eager, "numba graph": graph}
 if labkit.backend == "cuda":
     try:

@@ -157,7 +157,7 @@ loop.close()
 # whole generation, costs the host about as much as a graph per token; the device loop's host
 # sleeps on its event, and pays one launch and one wake-up per generation.
 
-# %%
+# %% tags=["key-figure"]
 res = decode_bench.measure(repeat=3, m=model, stream=stream)
 names = ["eager", "graph per token", "back to back", "device loop"]
 tps = [res["eager_tokens_per_s"], res["graph_tokens_per_s"],
