@@ -545,9 +545,10 @@ def amortization(setup_us: float, eager_iter_us: float, graph_iter_us: float,
                     f"{int(n.max())} drawn here", transform=ax.transAxes, va="top")
         else:
             ax.axvline(be, color="black", linestyle="--", linewidth=1)
-            ax.annotate(f"break-even after {be:.1f} {xlabel}",
-                        xy=(be, (setup_us + graph_iter_us * be) * scale),
-                        xytext=(8, -18), textcoords="offset points", fontsize=9)
+            # at the top of the dashed line: below the crossing it would sit on the x ticks
+            ax.annotate(f"break-even after {be:.1f} {xlabel}", xy=(be, 0.96),
+                        xycoords=ax.get_xaxis_transform(), xytext=(6, 0),
+                        textcoords="offset points", va="top", fontsize=9)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(f"cumulative time ({unit})")
         ax.set_xlim(left=0)
