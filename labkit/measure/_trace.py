@@ -17,10 +17,13 @@ tests/measure/trace_honesty_probe.py and its log):
 - with kernel records on, an eager launch costs somewhat more (16 → 21-23 µs), a prepared one
   barely (4.4 → 4.5-5.3 µs), and a graph launch a fixed part plus about 0.6 µs per kernel
   node (a 200-node graph: 2 → 115-130 µs), since CUPTI instruments each node. Turning kernel
-  records off around a graph launch does not help: CUPTI attached, it still costs ~43 µs.
-  These are measured at the start of each trace, on labkit's probe kernel and graphs,
-  untraced then traced; the timeline's note says what tracing adds, and each graph launch's
-  estimated share is drawn hatched.
+  records off around a graph launch does not help: CUPTI attached, it still costs ~43 µs;
+- the first traced launch of each graph executable costs more again (a 20-node chain: 30 µs
+  against 3.4 untraced), once per executable and trace.
+  These are measured at the start of each trace, on labkit's probe kernel and graphs
+  (untraced, then traced, and the first traced launch of executables made for it), so the
+  timeline's note says what tracing adds, and each graph launch's estimated share is drawn
+  hatched.
 """
 from __future__ import annotations
 
@@ -105,12 +108,13 @@ def gpu_timeline(host: list[_hostspans.HostSpan], records: list[Span], *,
     Device spans that ended before the block began (the warm-up) are dropped; CUPTI's API
     records (present only when asked for) stay where no labkit span covers them. With
     ``graph_added``, each graph launch's span carries the part the tracer added (``added_us``:
-    that cost for the executable's kernel nodes, at most the whole span).
+    that cost for the executable's kernel nodes, more on its first launch in the block, at
+    most the whole span).
     """
     origin_us = (begin_ns + offset_ns - t0_cupti_ns) / 1e3   # the block's start, in CUPTI µs
     cpu = host_spans_to_spans(host, 1e-3, begin_ns)
     if graph_added is not None:
-        cpu = [_with_added(s, h, graph_added) for s, h in zip(cpu, host)]
+        cpu = _with_added(cpu, host, graph_added)
     shifted = [Span(s.row, s.name, s.start_us - origin_us, s.end_us - origin_us, s.kind,
                     s.correlation_id, s.graph_id)
                for s in records if s.end_us >= origin_us and s.name not in warmup_names]
@@ -128,23 +132,33 @@ def kernel_node_count(graph_exec) -> int | None:
 
 
 class GraphAdded(NamedTuple):
-    """What a trace adds to one graph launch's host cost: ``fixed_us + per_node_us * nodes``."""
+    """What a trace adds to one graph launch's host cost: ``fixed_us + per_node_us * nodes``,
+    and to an executable's first launch in the trace ``first_fixed_us + first_per_node_us *
+    nodes`` more."""
 
     fixed_us: float
     per_node_us: float
+    first_fixed_us: float = 0.0
+    first_per_node_us: float = 0.0
 
-    def of(self, nodes: int) -> float:
-        return max(self.fixed_us + self.per_node_us * nodes, 0.0)
+    def of(self, nodes: int, first: bool = False) -> float:
+        extra = self.first_fixed_us + self.first_per_node_us * nodes if first else 0.0
+        return max(self.fixed_us + self.per_node_us * nodes + extra, 0.0)
 
 
-def _with_added(span: Span, host: _hostspans.HostSpan, added: GraphAdded) -> Span:
-    if host.kind != "graph" or host.target is None:
-        return span
-    nodes = kernel_node_count(host.target)
-    if not nodes:
-        return span
-    share = min(span.duration_us, added.of(nodes))
-    return Span(span.row, span.name, span.start_us, span.end_us, span.kind, added_us=share)
+def _with_added(cpu: list[Span], host: list[_hostspans.HostSpan], added: GraphAdded) -> list[Span]:
+    out, seen = [], set()
+    for span, h in zip(cpu, host):
+        nodes = kernel_node_count(h.target) if h.kind == "graph" and h.target is not None else None
+        if not nodes:
+            out.append(span)
+            continue
+        first = id(h.target) not in seen
+        seen.add(id(h.target))
+        share = min(span.duration_us, added.of(nodes, first))
+        out.append(Span(span.row, span.name, span.start_us, span.end_us, span.kind,
+                        added_us=share))
+    return out
 
 
 class ProbeCosts(NamedTuple):
@@ -161,6 +175,10 @@ class TraceProbe:
     launches after kernel records are enabled cost milliseconds, then ~100 µs, on the H200),
     and timed untraced and traced to measure what the trace adds in this process, now.
 
+    A trace also charges each graph executable's first traced launch: `fresh` instantiates a
+    few new executables of both graphs before the trace (each launched once, as the course's
+    are before a timeline), and `warm` times their first traced launch.
+
     The launches go through labkit, as the course's do (an eager launch is numba's whole
     dispatch). Its records end before the block begins and carry ``NAME``, so they never reach
     the picture.
@@ -168,8 +186,9 @@ class TraceProbe:
 
     NAME = "_labkit_trace_probe"
     NODES = 20
-    REPEAT = 3
+    REPEAT = 9            # timed calls of each kind (medians: the host's noise is µs)
     WARM = 4              # launches of each kind at a trace's start, each waited for
+    FRESH = 3             # new executables of each graph whose first traced launch is timed
 
     def __init__(self):
         def body(x):
@@ -192,6 +211,7 @@ class TraceProbe:
             ex.launch(self._stream)
             self._graphs.append((cap.graph, ex))
         self._stream.synchronize()
+        self._fresh: list[tuple] = []
 
     def eager(self) -> None:
         self._launch(self._x)
@@ -202,25 +222,58 @@ class TraceProbe:
     def graph1(self) -> None:
         self._graphs[1][1].launch(self._stream)
 
-    def warm(self) -> None:
-        """A few launches of each kind, each waited for: CUPTI's set-up cost lands here."""
+    def fresh(self) -> None:
+        """Before a trace: `FRESH` new executables of each graph, uploaded and launched once."""
+        self.close_fresh()
+        for _ in range(self.FRESH):
+            pair = tuple(g.instantiate(upload_stream=self._stream) for g, _ in self._graphs)
+            for ex in pair:
+                ex.launch(self._stream)
+            self._fresh.append(pair)
+        self._stream.synchronize()
+
+    def close_fresh(self) -> None:
+        for pair in self._fresh:
+            for ex in pair:
+                ex.close()
+        self._fresh = []
+
+    def _timed(self, fn) -> float:
+        t0 = host_us()              # the host's clock: the simulator's modelled one there
+        fn()
+        dt = host_us() - t0
+        self._stream.synchronize()
+        return dt
+
+    def warm(self) -> ProbeCosts | None:
+        """A few launches of each kind, each waited for: CUPTI's set-up cost lands here.
+
+        Then the first launch of each `fresh` executable, timed: returns their medians (the
+        ``eager`` field is the last warm-up eager launch), or None without fresh executables.
+        """
+        for _ in range(self.WARM):        # eager first: CUPTI's set-up lands on these
+            self.eager()
+            self._stream.synchronize()
         for _ in range(self.WARM):
             for fn in (self.eager, self.graph, self.graph1):
                 fn()
                 self._stream.synchronize()
+        if not self._fresh:
+            return None
+        eager = self._timed(self.eager)
+        big = [self._timed(lambda ex=pair[0]: ex.launch(self._stream)) for pair in self._fresh]
+        one = [self._timed(lambda ex=pair[1]: ex.launch(self._stream)) for pair in self._fresh]
+        return ProbeCosts(eager, statistics.median(big), statistics.median(one))
 
     def host_costs_us(self) -> ProbeCosts:
-        """Median host µs of one call of each kind (each then waited for, untimed)."""
-        out = []
-        for fn in (self.eager, self.graph, self.graph1):
-            samples = []
-            for _ in range(self.REPEAT):
-                t0 = host_us()          # the host's clock: the simulator's modelled one there
-                fn()
-                samples.append(host_us() - t0)
-                self._stream.synchronize()
-            out.append(statistics.median(samples))
-        return ProbeCosts(*out)
+        """Median host µs of one call of each kind (each then waited for, untimed); the kinds
+        take turns, so a slow stretch of the host lands on all three alike."""
+        fns = (self.eager, self.graph, self.graph1)
+        samples = [[] for _ in fns]
+        for _ in range(self.REPEAT):
+            for fn, out in zip(fns, samples):
+                out.append(self._timed(fn))
+        return ProbeCosts(*(statistics.median(x) for x in samples))
 
 
 _probe: TraceProbe | None = None
@@ -234,25 +287,49 @@ def trace_probe() -> TraceProbe:
     return _probe
 
 
-def graph_added(untraced: ProbeCosts, traced: ProbeCosts, nodes: int) -> GraphAdded:
-    """The trace's share of a graph launch, fitted through the one-node and ``nodes``-node
-    graphs: a fixed part (CUPTI attached) and a part per kernel node (CUPTI instruments each)."""
-    d1 = max(traced.graph1 - untraced.graph1, 0.0)
-    dn = max(traced.graph - untraced.graph, 0.0)
+def _fit(d1: float, dn: float, nodes: int) -> tuple[float, float]:
+    """A fixed part and a part per node through two clamped deltas (1 node, ``nodes``)."""
+    d1, dn = max(d1, 0.0), max(dn, 0.0)
     per_node = max((dn - d1) / (nodes - 1), 0.0) if nodes > 1 else 0.0
-    return GraphAdded(max(d1 - per_node, 0.0), per_node)
+    return max(d1 - per_node, 0.0), per_node
+
+
+def graph_added(untraced: ProbeCosts, traced: ProbeCosts, nodes: int,
+                first: ProbeCosts | None = None) -> GraphAdded:
+    """The trace's share of a graph launch, fitted through the one-node and ``nodes``-node
+    graphs: a fixed part (CUPTI attached) and a part per kernel node (CUPTI instruments each).
+    With ``first`` (fresh executables' first traced launches), the further share of an
+    executable's first launch, fitted the same way against the traced steady launches."""
+    fixed, per_node = _fit(traced.graph1 - untraced.graph1, traced.graph - untraced.graph, nodes)
+    if first is None:
+        return GraphAdded(fixed, per_node)
+    f_fixed, f_per_node = _fit(first.graph1 - traced.graph1, first.graph - traced.graph, nodes)
+    return GraphAdded(fixed, per_node, f_fixed, f_per_node)
+
+
+def _eager_note(untraced: float, traced: float) -> str:
+    # below ~2 µs or a tenth of the launch, the difference is the host's noise, not CUPTI's
+    if abs(traced - untraced) < max(2.0, 0.1 * untraced):
+        return f"tracing adds no measurable cost to an eager launch (≈{untraced:.0f} µs either way)"
+    if traced < untraced:
+        return (f"an eager launch came out faster traced ({untraced:.0f} → {traced:.0f} µs): "
+                "the host's own noise")
+    return (f"tracing adds ≈{traced - untraced:.0f} µs to an eager launch "
+            f"({untraced:.0f} → {traced:.0f} µs)")
 
 
 def added_note(untraced: ProbeCosts, traced: ProbeCosts, nodes: int,
-               graph_launches: str = "kernels") -> tuple[str, GraphAdded]:
+               graph_launches: str = "kernels", first: ProbeCosts | None = None,
+               ) -> tuple[str, GraphAdded]:
     """The note that says what tracing adds, and the graph launches' added cost."""
-    eager_add = traced.eager - untraced.eager
-    added = graph_added(untraced, traced, nodes)
-    note = (f"tracing adds ≈{max(eager_add, 0):.0f} µs to an eager launch "
-            f"({untraced.eager:.0f} → {traced.eager:.0f} µs)")
+    added = graph_added(untraced, traced, nodes, first)
+    note = _eager_note(untraced.eager, traced.eager)
     share = f"≈{added.fixed_us:.0f} µs + {added.per_node_us:.2f} µs per kernel node"
+    if first is not None:
+        share += (f" (an executable's first launch ≈{added.first_fixed_us:.0f} µs + "
+                  f"{added.first_per_node_us:.2f} µs per node more)")
     if graph_launches == "kernels":
-        note += f" and {share} to a graph launch (hatched)"
+        note += f"; it adds {share} to a graph launch (hatched)"
     elif graph_launches == "graph_trace":
         note += (f"; graph launches untraced per kernel (CUPTI would add {share}): "
                  "each GPU execution is one 'graph' bar")

@@ -167,10 +167,11 @@ def timeline(note: str = "", api: bool = False):
     if ok:
         probe = _trace.trace_probe()
         untraced = probe.host_costs_us()
+        probe.fresh()                        # executables whose first traced launch is timed
         kinds = ("kernel", "memcpy", "memset") + (("runtime", "driver") if api else ())
         graphs = _trace.GRAPH_LAUNCHES
         with _cupti.KernelTrace(kinds=kinds) as tr:
-            probe.warm()                     # CUPTI's first-launch cost lands here, unseen
+            first = probe.warm()             # CUPTI's set-up cost lands here, unseen
             traced = probe.host_costs_us()
             offset = _trace.clock_offset_ns(_cupti.timestamp_ns)
             t0_cupti = tr.t_enter_ns
@@ -183,7 +184,8 @@ def timeline(note: str = "", api: bool = False):
                 yield rec
             finally:
                 host = _hostspans.stop()
-        added, graph_share = _trace.added_note(untraced, traced, probe.NODES, graphs)
+        probe.close_fresh()
+        added, graph_share = _trace.added_note(untraced, traced, probe.NODES, graphs, first)
         if api:
             added += "; API records on: each traced API call costs more than untraced"
         rec.timeline = _trace.gpu_timeline(

@@ -149,6 +149,16 @@ def test_gpu_timeline_marks_the_tracers_share_of_a_graph_launch_by_its_kernel_no
     assert second.added_us == pytest.approx(1.0)      # never more than the span itself
 
 
+def test_only_an_executables_first_launch_in_the_block_carries_the_first_launch_share():
+    a, b = _FakeExec(["kernel"] * 10), _FakeExec(["kernel"] * 10)
+    host = [_hostspans.HostSpan("cudaGraphLaunch", "graph", t, t + 50_000, ex)
+            for t, ex in ((0, a), (100_000, a), (200_000, b))]
+    share = _trace.GraphAdded(2.0, 0.5, first_fixed_us=10.0, first_per_node_us=1.0)
+    tl = _trace.gpu_timeline(host, [], begin_ns=0, offset_ns=0, t0_cupti_ns=0, note="",
+                             graph_added=share)
+    assert [s.added_us for s in tl.row_spans(CPU_ROW)] == pytest.approx([27.0, 7.0, 27.0])
+
+
 def test_api_records_inside_labkit_spans_are_left_out_and_others_kept():
     labkit_spans = [Span(CPU_ROW, "launch add_one", 0.0, 30.0, "launch")]
     api = [Span(CPU_ROW, "cuLaunchKernel", 20.0, 28.0, "launch"),
@@ -167,6 +177,27 @@ def test_the_note_says_what_tracing_adds_per_eager_launch_and_per_graph_launch()
     assert "≈2 µs + 0.70 µs per kernel node" in note
 
 
+def test_the_first_launch_share_is_fitted_against_the_traced_steady_launches():
+    untraced = _trace.ProbeCosts(eager=20.0, graph=3.0, graph1=2.0)
+    traced = _trace.ProbeCosts(eager=20.0, graph=17.0, graph1=4.0)
+    first = _trace.ProbeCosts(eager=20.0, graph=17.0 + 10.0 + 19 * 1.0 + 1.0, graph1=4.0 + 11.0)
+    note, added = _trace.added_note(untraced, traced, nodes=20, first=first)
+    assert added.first_per_node_us == pytest.approx(1.0)
+    assert added.first_fixed_us == pytest.approx(10.0)
+    assert "first launch ≈10 µs + 1.00 µs per node more" in note
+
+
+@pytest.mark.parametrize("untraced, traced, says", [
+    (42.0, 39.0, "no measurable cost to an eager launch (≈42 µs either way)"),
+    (69.0, 32.0, "came out faster traced (69 → 32 µs): the host's own noise"),
+    (20.0, 31.0, "tracing adds ≈11 µs to an eager launch (20 → 31 µs)"),
+])
+def test_the_note_does_not_report_the_hosts_noise_as_a_tracer_cost(untraced, traced, says):
+    note, _ = _trace.added_note(_trace.ProbeCosts(untraced, 3.0, 2.0),
+                                _trace.ProbeCosts(traced, 3.0, 2.0), nodes=20)
+    assert says in note
+
+
 def test_the_graph_share_fit_never_goes_negative():
     # a noisy probe: the big graph came out cheaper traced than untraced
     added = _trace.graph_added(_trace.ProbeCosts(20.0, 10.0, 2.0),
@@ -178,10 +209,13 @@ def test_the_trace_probe_launches_through_labkit_and_keeps_its_records_named():
     probe = _trace.TraceProbe()
     costs = probe.host_costs_us()
     assert costs.eager > costs.graph1 > 0          # the model: numba's dispatch vs one node
+    probe.fresh()
     with timing.timeline() as rec:
-        probe.warm()
+        first = probe.warm()
+    probe.close_fresh()
     names = {s.name for s in rec.timeline.spans if s.kind == "kernel"}
     assert names == {_trace.TraceProbe.NAME}
+    assert first.graph > first.graph1 > 0          # fresh executables' first launches, timed
 
 
 def test_a_span_refuses_a_tracer_share_longer_than_itself():

@@ -94,16 +94,11 @@ def test_traced_cpu_span_is_within_2x_or_5us_of_the_untraced_call(traced, name):
         f"untraced; note: {tl.note}")
 
 
-FIRST_GRAPH_LAUNCH = pytest.mark.xfail(
-    strict=True, reason="H200, 2026-12-03: the first traced launch of a graph executable drew "
-    "29.7 µs against 3.4 untraced (later ones within the bound): CUPTI's first-launch share per "
-    "executable is not yet estimated into added_us")
-
-
-@pytest.mark.parametrize("name", ["launch add_one", "prepared add_one",
-                                  pytest.param("cudaGraphLaunch", marks=FIRST_GRAPH_LAUNCH)])
+@pytest.mark.parametrize("name", ["launch add_one", "prepared add_one", "cudaGraphLaunch"])
 def test_the_traces_first_call_carries_no_cupti_set_up(traced, name):
-    # milliseconds before issue 15, when CUPTI was attached inside the first span
+    # milliseconds before issue 15, when CUPTI was attached inside the first span; a graph
+    # executable's first traced launch (30 µs against 3.4 untraced on the H200) is the
+    # tracer's, estimated on fresh probe executables and drawn hatched
     untraced, _, tl = traced
     own = [s.duration_us - s.added_us for s in tl.row_spans("CPU") if s.name == name]
     assert own[0] <= 2 * _bound(untraced[name]), (
