@@ -256,6 +256,9 @@ def main(argv=None) -> int:
                     help="also compare GraphExec.launch with a raw cudaGraphLaunch")
     ap.add_argument("--decode", action="store_true", help="the decoder four ways (labkit/cli/decode_bench.py)")
     ap.add_argument("--host-load", action="store_true", help="with --decode: repeat under a host load")
+    ap.add_argument("--by-layers", type=int, nargs="+", metavar="N",
+                    help="with --decode: also graph per token against the device loop for "
+                         "models of N layers (smaller steps), e.g. --by-layers 1 2 4")
     a = ap.parse_args(argv)
     if a.decode:
         from labkit.cli import decode_bench

@@ -134,6 +134,47 @@ def measure(repeat: int = 5, m=None, stream=None, n_tokens: int = N_TOKENS) -> d
     }
 
 
+def by_step_size(layers=(1, 2, 4), repeat: int = 5, n_tokens: int = N_TOKENS) -> list[dict]:
+    """Where the device loop pays: one graph per token (a sync each), back to back and the
+    device loop for models of ``layers`` layers (``15 * layers + 5`` kernels per step).
+
+    A smaller step leaves the same host round trip per token to one graph per token (its
+    launch, the wait and the wake-up) and the same WHILE iteration to the device loop, so the
+    loop's gain grows as the step shrinks. Each generation makes ``n_tokens`` tokens (the loop
+    stops at that limit, on the device). Medians over ``repeat`` interleaved rounds; each row's
+    tokens are checked against numpy's.
+    """
+    s = labkit.Stream()
+    out = []
+    for n_layers in layers:
+        m = dec.make_model(seed=0, max_seq=MAX_SEQ, n_layers=n_layers)
+        # the loop stops at the token limit: a one-layer model soon repeats one token, so an
+        # end-of-sequence token would stop its generations after a handful of tokens
+        n = min(n_tokens, m.cfg.max_seq)
+        ref = dec.reference_generate(m, PROMPT, n)
+        step_ex, loop = dec.capture_step(m, s), dl.build(m, s)
+        rows = {"graph": [], "b2b": [], "loop": []}
+        match = True
+        for _ in range(repeat):
+            g = dec.generate_graph(m, PROMPT, n, s, exec_=step_ex)
+            rows["graph"].append(g.tokens_per_s)
+            rows["b2b"].append(_back_to_back(m, step_ex, s, n)[0])
+            r = loop.run(PROMPT, n)
+            rows["loop"].append(r.tokens_per_s)
+            match &= bool(np.array_equal(g.tokens, ref) and np.array_equal(r.tokens, ref))
+        loop.close()
+        step_ex.close()
+        med = {k: float(np.median(v)) for k, v in rows.items()}
+        out.append({"layers": n_layers, "kernels_per_token": m.cfg.kernels_per_token,
+                    "tokens": n, "graph_tokens_per_s": med["graph"],
+                    "graph_back_to_back_tokens_per_s": med["b2b"],
+                    "device_loop_tokens_per_s": med["loop"],
+                    "device_loop_vs_graph": med["loop"] / med["graph"],
+                    "device_loop_vs_back_to_back": med["loop"] / med["b2b"],
+                    "tokens_match": match})
+    return out
+
+
 def main(args) -> int:
     """Run from ``python -m labkit bench --decode``; ``args`` has ``json``, ``host_load``, ``repeat``."""
     res = measure(repeat=max(3, min(args.repeat, 7)))
@@ -146,6 +187,8 @@ def main(args) -> int:
             res[f"loaded_{k}"] = loaded[k]
         res["device_loop_loaded_ratio"] = (loaded["device_loop_tokens_per_s"]
                                            / res["device_loop_tokens_per_s"])
+    if getattr(args, "by_layers", None):
+        res["by_layers"] = by_step_size(tuple(args.by_layers), repeat=max(3, min(args.repeat, 7)))
     print(f"decode bench: {res['tokens']} tokens per generation (EOS {res['eos']}), "
           f"{labkit.provenance()}")
     for k, v in res.items():
@@ -153,6 +196,11 @@ def main(args) -> int:
             print(f"  {k:40s} {v:12.2f}")
     print(f"  tokens_match {res['tokens_match']}, device loop stopped at EOS "
           f"{res['device_loop_stopped_at_eos']}")
+    for row in res.get("by_layers", []):
+        print(f"  {row['layers']} layers ({row['kernels_per_token']} kernels): graph per token "
+              f"{row['graph_tokens_per_s']:8.0f}, back to back {row['graph_back_to_back_tokens_per_s']:8.0f}, "
+              f"device loop {row['device_loop_tokens_per_s']:8.0f} tokens/s "
+              f"({row['device_loop_vs_graph']:.3f}x graph per token), tokens match {row['tokens_match']}")
     if args.json:
         print(json.dumps(res))
     return 0

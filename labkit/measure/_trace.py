@@ -18,8 +18,10 @@ tests/measure/trace_honesty_probe.py and its log):
   barely (4.4 → 4.5-5.3 µs), and a graph launch a fixed part plus about 0.6 µs per kernel
   node (a 200-node graph: 2 → 115-130 µs), since CUPTI instruments each node. Turning kernel
   records off around a graph launch does not help: CUPTI attached, it still costs ~43 µs;
-- the first traced launch of each graph executable costs more again (a 20-node chain: 30 µs
-  against 3.4 untraced), once per executable and trace.
+- in each trace anew, first launches cost more again: a graph executable's first traced
+  launch (a 20-node chain: 30 µs against 3.4 untraced), and the first launch of each kernel
+  in the trace (13-110 µs more for an eager one); the first prepared launch of a trace too,
+  which the warm-up absorbs.
   These are measured at the start of each trace, on labkit's probe kernel and graphs
   (untraced, then traced, and the first traced launch of executables made for it), so the
   timeline's note says what tracing adds, and each graph launch's estimated share is drawn
@@ -37,6 +39,7 @@ from numba import cuda as numba_cuda
 from .. import _hostspans
 from .._capture import capture
 from .._kernel import Kernel, to_device
+from .._prepared import prepare
 from .._streams import Stream
 from ..backend import host_us
 from ._spans import CPU_ROW, Span, Timeline
@@ -132,32 +135,61 @@ def kernel_node_count(graph_exec) -> int | None:
 
 
 class GraphAdded(NamedTuple):
-    """What a trace adds to one graph launch's host cost: ``fixed_us + per_node_us * nodes``,
-    and to an executable's first launch in the trace ``first_fixed_us + first_per_node_us *
-    nodes`` more."""
+    """What a trace adds to a launch's host cost, as measured on labkit's probe at its start.
+
+    A graph launch: ``fixed_us + per_node_us * nodes``, and on an executable's first launch in
+    the trace ``first_fixed_us + first_per_node_us * nodes`` more. Any launch whose kernel
+    (by name) the trace has not launched before: ``function_us`` more, once per kernel, eager,
+    prepared or inside a graph. The solid part left is never drawn below ``floor_eager_us``
+    (an eager launch) or ``floor_graph_us + floor_per_node_us * nodes`` (a graph launch): the
+    probe's own untraced costs, measured in the same process.
+    """
 
     fixed_us: float
     per_node_us: float
     first_fixed_us: float = 0.0
     first_per_node_us: float = 0.0
+    function_us: float = 0.0
+    floor_eager_us: float = 0.0
+    floor_graph_us: float = 0.0
+    floor_per_node_us: float = 0.0
 
-    def of(self, nodes: int, first: bool = False) -> float:
+    def of(self, nodes: int, first: bool = False, new_functions: int = 0) -> float:
+        """The share of a graph launch of ``nodes`` kernel nodes (see the class)."""
         extra = self.first_fixed_us + self.first_per_node_us * nodes if first else 0.0
+        extra += self.function_us * new_functions
         return max(self.fixed_us + self.per_node_us * nodes + extra, 0.0)
 
 
+def _graph_functions(graph_exec) -> set[str]:
+    """The kernel names a labkit GraphExec's graph was captured with (empty if unknown)."""
+    launched = getattr(getattr(graph_exec, "graph", None), "launched", None) or {}
+    return {getattr(k, "name", str(k)) for k in launched}
+
+
 def _with_added(cpu: list[Span], host: list[_hostspans.HostSpan], added: GraphAdded) -> list[Span]:
-    out, seen = [], set()
+    out, seen_exec, seen_fn = [], set(), set()
     for span, h in zip(cpu, host):
-        nodes = kernel_node_count(h.target) if h.kind == "graph" and h.target is not None else None
-        if not nodes:
-            out.append(span)
-            continue
-        first = id(h.target) not in seen
-        seen.add(id(h.target))
-        share = min(span.duration_us, added.of(nodes, first))
-        out.append(Span(span.row, span.name, span.start_us, span.end_us, span.kind,
-                        added_us=share))
+        share = 0.0
+        if h.kind == "launch" and " " in h.name:          # "launch NAME" / "prepared NAME"
+            how, fn = h.name.split(" ", 1)
+            if fn not in seen_fn:
+                seen_fn.add(fn)
+                floor = added.floor_eager_us if how == "launch" else 0.0   # prepared: no floor
+                share = min(added.function_us, span.duration_us - floor)
+        elif h.kind == "graph" and h.target is not None:
+            nodes = kernel_node_count(h.target)
+            if nodes:
+                fns = _graph_functions(h.target)
+                first = id(h.target) not in seen_exec
+                seen_exec.add(id(h.target))
+                share = added.of(nodes, first, len(fns - seen_fn))
+                seen_fn |= fns
+                floor = added.floor_graph_us + added.floor_per_node_us * nodes
+                share = min(share, span.duration_us - floor)
+        share = min(max(share, 0.0), span.duration_us)
+        out.append(span if share == 0.0 else
+                   Span(span.row, span.name, span.start_us, span.end_us, span.kind, added_us=share))
     return out
 
 
@@ -169,15 +201,27 @@ class ProbeCosts(NamedTuple):
     graph1: float         # the one-node graph
 
 
+class FirstCosts(NamedTuple):
+    """Median host µs of first traced launches: a fresh executable of the ``NODES``-node and of
+    the one-node graph, and ``function_us``: a kernel's first launch less its second."""
+
+    graph: float
+    graph1: float
+    function_us: float
+
+
 class TraceProbe:
     """labkit's own tiny kernel, a one-node and a ``NODES``-node graph of it, on a private
     stream and buffer: launched at a trace's start to absorb CUPTI's set-up cost (the first few
     launches after kernel records are enabled cost milliseconds, then ~100 µs, on the H200),
     and timed untraced and traced to measure what the trace adds in this process, now.
 
-    A trace also charges each graph executable's first traced launch: `fresh` instantiates a
-    few new executables of both graphs before the trace (each launched once, as the course's
-    are before a timeline), and `warm` times their first traced launch.
+    A trace also charges first launches, each trace anew (H200): a graph executable's first
+    traced launch, and the first launch of each kernel in the trace (13-110 µs more for an
+    eager launch). `fresh` instantiates a few new executables of both graphs before the trace
+    (each launched once, as the course's are before a timeline); `warm` times their first
+    traced launch, and the first two launches of `FUNCTIONS` kernels of labkit's own that are
+    never launched before in the trace.
 
     The launches go through labkit, as the course's do (an eager launch is numba's whole
     dispatch). Its records end before the block begins and carry ``NAME``, so they never reach
@@ -189,18 +233,19 @@ class TraceProbe:
     REPEAT = 9            # timed calls of each kind (medians: the host's noise is µs)
     WARM = 4              # launches of each kind at a trace's start, each waited for
     FRESH = 3             # new executables of each graph whose first traced launch is timed
+    FUNCTIONS = 3         # kernels of their own, whose first launch in a trace is timed
 
     def __init__(self):
-        def body(x):
-            i = numba_cuda.grid(1)
-            if i < x.size:
-                x[i] += 1.0
-        body.__name__ = body.__qualname__ = self.NAME   # numba's symbol, CUPTI's record name
-        self._kernel = Kernel(body)
         self._stream = Stream()
         self._x = to_device(np.zeros(32, np.float32))
-        self._launch = self._kernel[1, 32, self._stream]
-        self._launch(self._x)                           # compile and load, once
+        self.names = (self.NAME,) + tuple(f"{self.NAME}_{i}" for i in range(self.FUNCTIONS))
+        kernels = [self._make_kernel(name) for name in self.names]
+        self._launch = kernels[0][1, 32, self._stream]
+        self._functions = [k[1, 32, self._stream] for k in kernels[1:]]
+        # a prepared launch too: the first one in a trace costs more than the next (H200)
+        self._prepared = prepare(kernels[0], 1, 32, self._stream, self._x)
+        for launch in [self._launch] + self._functions:
+            launch(self._x)                             # compile and load, once
         self._stream.synchronize()
         self._graphs = []
         for n in (self.NODES, 1):
@@ -212,6 +257,15 @@ class TraceProbe:
             self._graphs.append((cap.graph, ex))
         self._stream.synchronize()
         self._fresh: list[tuple] = []
+
+    @staticmethod
+    def _make_kernel(name: str) -> Kernel:
+        def body(x):
+            i = numba_cuda.grid(1)
+            if i < x.size:
+                x[i] += 1.0
+        body.__name__ = body.__qualname__ = name    # numba's symbol, CUPTI's record name
+        return Kernel(body)
 
     def eager(self) -> None:
         self._launch(self._x)
@@ -245,25 +299,30 @@ class TraceProbe:
         self._stream.synchronize()
         return dt
 
-    def warm(self) -> ProbeCosts | None:
+    def warm(self) -> FirstCosts | None:
         """A few launches of each kind, each waited for: CUPTI's set-up cost lands here.
 
-        Then the first launch of each `fresh` executable, timed: returns their medians (the
-        ``eager`` field is the last warm-up eager launch), or None without fresh executables.
+        Then the first launch of each `fresh` executable and of each of the probe's other
+        kernels, timed: returns their medians as `FirstCosts`, or None without fresh
+        executables.
         """
         for _ in range(self.WARM):        # eager first: CUPTI's set-up lands on these
             self.eager()
             self._stream.synchronize()
         for _ in range(self.WARM):
-            for fn in (self.eager, self.graph, self.graph1):
+            for fn in (self.eager, self._prepared, self.graph, self.graph1):
                 fn()
                 self._stream.synchronize()
         if not self._fresh:
             return None
-        eager = self._timed(self.eager)
         big = [self._timed(lambda ex=pair[0]: ex.launch(self._stream)) for pair in self._fresh]
         one = [self._timed(lambda ex=pair[1]: ex.launch(self._stream)) for pair in self._fresh]
-        return ProbeCosts(eager, statistics.median(big), statistics.median(one))
+        fn_first = []
+        for launch in self._functions:
+            first = self._timed(lambda: launch(self._x))
+            fn_first.append(first - self._timed(lambda: launch(self._x)))
+        return FirstCosts(statistics.median(big), statistics.median(one),
+                          max(statistics.median(fn_first), 0.0))
 
     def host_costs_us(self) -> ProbeCosts:
         """Median host µs of one call of each kind (each then waited for, untimed); the kinds
@@ -295,44 +354,50 @@ def _fit(d1: float, dn: float, nodes: int) -> tuple[float, float]:
 
 
 def graph_added(untraced: ProbeCosts, traced: ProbeCosts, nodes: int,
-                first: ProbeCosts | None = None) -> GraphAdded:
-    """The trace's share of a graph launch, fitted through the one-node and ``nodes``-node
-    graphs: a fixed part (CUPTI attached) and a part per kernel node (CUPTI instruments each).
-    With ``first`` (fresh executables' first traced launches), the further share of an
-    executable's first launch, fitted the same way against the traced steady launches."""
+                first: FirstCosts | None = None) -> GraphAdded:
+    """The trace's share of a launch, fitted through the one-node and ``nodes``-node graphs:
+    a fixed part (CUPTI attached) and a part per kernel node (CUPTI instruments each). With
+    ``first`` (the probe's first traced launches), the further share of an executable's first
+    launch, fitted the same way against the traced steady launches, and of a kernel's first
+    launch. The floors are the probe's untraced costs (see `GraphAdded`)."""
     fixed, per_node = _fit(traced.graph1 - untraced.graph1, traced.graph - untraced.graph, nodes)
+    floor_fixed, floor_per_node = _fit(untraced.graph1, untraced.graph, nodes)
+    floors = dict(floor_eager_us=untraced.eager, floor_graph_us=floor_fixed,
+                  floor_per_node_us=floor_per_node)
     if first is None:
-        return GraphAdded(fixed, per_node)
+        return GraphAdded(fixed, per_node, **floors)
     f_fixed, f_per_node = _fit(first.graph1 - traced.graph1, first.graph - traced.graph, nodes)
-    return GraphAdded(fixed, per_node, f_fixed, f_per_node)
+    return GraphAdded(fixed, per_node, f_fixed, f_per_node, first.function_us, **floors)
 
 
 def _eager_note(untraced: float, traced: float) -> str:
     # below ~2 µs or a tenth of the launch, the difference is the host's noise, not CUPTI's
     if abs(traced - untraced) < max(2.0, 0.1 * untraced):
-        return f"tracing adds no measurable cost to an eager launch (≈{untraced:.0f} µs either way)"
+        return f"tracing adds: nothing measurable to an eager launch (≈{untraced:.0f} µs either way)"
     if traced < untraced:
-        return (f"an eager launch came out faster traced ({untraced:.0f} → {traced:.0f} µs): "
-                "the host's own noise")
-    return (f"tracing adds ≈{traced - untraced:.0f} µs to an eager launch "
+        return (f"tracing adds: nothing to an eager launch, which came out faster traced "
+                f"({untraced:.0f} → {traced:.0f} µs, the host's own noise)")
+    return (f"tracing adds: ≈{traced - untraced:.0f} µs to an eager launch "
             f"({untraced:.0f} → {traced:.0f} µs)")
 
 
 def added_note(untraced: ProbeCosts, traced: ProbeCosts, nodes: int,
-               graph_launches: str = "kernels", first: ProbeCosts | None = None,
+               graph_launches: str = "kernels", first: FirstCosts | None = None,
                ) -> tuple[str, GraphAdded]:
-    """The note that says what tracing adds, and the graph launches' added cost."""
+    """The note that says what tracing adds, and the launches' added cost (`GraphAdded`)."""
     added = graph_added(untraced, traced, nodes, first)
     note = _eager_note(untraced.eager, traced.eager)
+    if first is not None:
+        note += f"; ≈{added.function_us:.0f} µs to a kernel's first launch in the trace"
     share = f"≈{added.fixed_us:.0f} µs + {added.per_node_us:.2f} µs per kernel node"
     if first is not None:
-        share += (f" (an executable's first launch ≈{added.first_fixed_us:.0f} µs + "
-                  f"{added.first_per_node_us:.2f} µs per node more)")
+        share += (f", its first ≈{added.first_fixed_us:.0f} µs + "
+                  f"{added.first_per_node_us:.2f} µs per node more")
     if graph_launches == "kernels":
-        note += f"; it adds {share} to a graph launch (hatched)"
+        note += f"; to a graph launch {share} (all hatched)"
     elif graph_launches == "graph_trace":
         note += (f"; graph launches untraced per kernel (CUPTI would add {share}): "
                  "each GPU execution is one 'graph' bar")
     else:
         note += "; graph launches untraced (their kernels are not drawn)"
-    return note + ", measured now on labkit's probe kernel", added
+    return note + "; measured now on labkit's probe", added

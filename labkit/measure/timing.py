@@ -190,7 +190,7 @@ def timeline(note: str = "", api: bool = False):
             added += "; API records on: each traced API call costs more than untraced"
         rec.timeline = _trace.gpu_timeline(
             host, tr.spans(t0_cupti), begin_ns=begin, offset_ns=offset, t0_cupti_ns=t0_cupti,
-            note="; ".join(p for p in (note, added) if p), warmup_names=(probe.NAME,),
+            note="; ".join(p for p in (note, added) if p), warmup_names=probe.names,
             graph_added=graph_share if graphs == "kernels" else None)
         return
     start, end = check(rt.cudaEventCreate()), check(rt.cudaEventCreate())
