@@ -137,7 +137,9 @@ def _function(k) -> int:
             if cost is not None:
                 return float(cost(P, grid, block, *params))
             nbytes = sum(int(getattr(a, "nbytes", 0)) for a in params)
-            return max(P("kernel_us"), 2 * nbytes / (P("device_GBps") * 1e3))
+            # a simple numba kernel reads and writes its arrays at the bandwidth such
+            # kernels reach (kernel_GBps), not a device-to-device copy's (device_GBps)
+            return max(P("kernel_us"), 2 * nbytes / (P("kernel_GBps") * 1e3))
         f = _functions[k] = _hooks.register_function(k.name, compute, gpu_us)
     return f
 

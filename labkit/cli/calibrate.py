@@ -104,6 +104,20 @@ def _host_round(x, y, s, ex) -> dict:
     return r
 
 
+
+def kernel_GBps(s) -> float:
+    """GB/s that ``add_one`` moves (it reads and writes each float) over 64 MiB, from the
+    difference between 64 and 32 MiB, ten kernels back to back: no launch gap in it. A simple
+    numba kernel reaches less than a device-to-device copy (``device_GBps``)."""
+    t = {}
+    for n in (1 << 23, 1 << 24):
+        a = labkit.device_array(n, np.float32)
+        grid = (n + 255) // 256
+        t[n] = timing.gpu_measure(lambda: [add_one[grid, 256, s](a) for _ in range(10)], s,
+                                  repeat=10, per=10).median
+    return 2 * 4 * ((1 << 24) - (1 << 23)) / ((t[1 << 24] - t[1 << 23]) * 1e3)
+
+
 def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
     """Calibrate: ``rounds`` interleaved rounds of host costs and the chain benchmark.
 
@@ -171,6 +185,8 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
     half, full = (timing.gpu_measure(copies(d2, dbig, n, D2D, 5), s, repeat=10, per=5).median
                   for n in (dbig.nbytes // 2, dbig.nbytes))
     P["device_GBps"] = {"median": dbig.nbytes / ((full - half) * 1e3)}
+    P["kernel_GBps"] = {"median": kernel_GBps(s), "source": "add_one over 32 and 64 MiB, "
+                        "one thread per element: the bandwidth numba's simple kernels reach"}
 
     def malloc_free():
         _, p = rt.cudaMalloc(1 << 20)

@@ -26,25 +26,34 @@ def _sync(stream):
 
 
 def measure(fn, *, warmup: int = 3, repeat: int = 30, label: str = "", per: int = 1,
-            sync=None) -> Stats:
+            sync=None, after=None) -> Stats:
     """Host wall time of ``fn()`` in µs (divided by ``per``), after ``warmup`` uncounted calls.
 
     ``sync``: a stream to synchronize after each call, inside the timed region (so the figure is
     the time until the work is done, not just submitted). Without it only submission is timed.
+    ``after``: called with what ``fn()`` returned, after each call, untimed: to release what
+    the call made (``after=lambda ex: ex.close()`` for an instantiation), so that neither the
+    release is timed nor what is kept alive piles up.
     """
-    for _ in range(warmup):
-        fn()
+    def call():
+        r = fn()
         if sync is not None:
             _sync(sync)
+        return r
+
+    for _ in range(warmup):
+        r = call()
+        if after is not None:
+            after(r)
     if sync is not None:
         _sync(sync)
     samples = []
     for _ in range(repeat):
         t0 = host_us()
-        fn()
-        if sync is not None:
-            _sync(sync)
+        r = call()
         samples.append((host_us() - t0) / per)
+        if after is not None:
+            after(r)
     return Stats(samples, label=label)
 
 

@@ -96,6 +96,16 @@ labkit.expect(phases[1000]["steady_launch"].median < phases[1000]["capture"].med
               look="the capture and steady launch curves")
 
 # %% [markdown]
+# **How far to trust one instantiate figure.** On the H200 the 1000-node instantiation read
+# 1,300 µs in the calibration's fastest round and 2,000–3,400 µs in other runs the same day: the
+# host's speed drifts (notebook 06), and the driver's work depends on what it already holds.
+# Notebook 05 times it again, each new executable closed after its timed call, and says why:
+# with several other large executables kept alive, the H200 instantiated the same chain 3–4×
+# slower. The setups here are medians of three, each taken right after the previous executables
+# were torn down; notebook 06 times the same one-node capture, instantiation and launch in a
+# tight loop and gets less. Quote setup costs as a range, from several runs.
+
+# %% [markdown]
 # ## First launch, upload, steady launch
 #
 # An executable graph must be copied to the device before it can run. `cudaGraphLaunch` of a fresh

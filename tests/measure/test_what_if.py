@@ -24,6 +24,7 @@ def test_slow_gpu_scales_gpu_figures_only_and_says_what_if():
     got = _params_under("slow-gpu")
     assert got["p"]["kernel_us"] == pytest.approx(10 * base["kernel_us"])
     assert got["p"]["device_GBps"] == pytest.approx(base["device_GBps"] / 10)
+    assert got["p"]["kernel_GBps"] == pytest.approx(base["kernel_GBps"] / 10)
     assert got["p"]["numba_launch_us"] == pytest.approx(base["numba_launch_us"])
     assert "what-if profile 'slow-gpu'" in got["prov"] and "not a measurement" in got["prov"]
 
