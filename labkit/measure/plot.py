@@ -157,14 +157,27 @@ def model_provenance(what: str, provenance: str | None = None) -> str:
     return f"model: {what}; inputs {_provenance(provenance)}"
 
 
-def shape_provenance() -> str:
-    """The title line of a graph's drawing: a shape, captured, not measured."""
+_MADE = ("captured", "built")
+
+
+def shape_provenance(made: str = "captured") -> str:
+    """The title line of a graph's drawing: a shape, not a measurement, and how it was made.
+
+    Parameters
+    ----------
+    made : {"captured", "built"}
+        "captured" for a graph recorded by a stream capture, "built" for one made node by
+        node (`labkit.explicit`, `labkit.conditional_graph`).
+    """
+    if made not in _MADE:
+        raise ValueError(f"made={made!r}: say 'captured' (a stream capture) or 'built' "
+                         "(added node by node)")
     try:
         import labkit
         from labkit.backend import is_gpu
 
         where = labkit.device_name() if is_gpu else "the simulator"
-        return f"graph shape, captured on {where} (not a measurement)"
+        return f"graph shape, {made} on {where} (not a measurement)"
     except (ImportError, AttributeError):
         return "graph shape (not a measurement)"
 
@@ -713,7 +726,8 @@ def _dag_text(attrs: dict, node) -> str:
     return text if len(text) <= _DAG_LABEL_CHARS else text[:_DAG_LABEL_CHARS - 1] + "…"
 
 
-def graph_dag(g, ax=None, title: str = "Graph", provenance: str | None = None):
+def graph_dag(g, ax=None, title: str = "Graph", provenance: str | None = None,
+              made: str | None = None):
     """Draw a graph's DAG top-down, nodes coloured by kind, each labelled with its kernel's
     name inside its circle (networkx + matplotlib only).
 
@@ -727,8 +741,11 @@ def graph_dag(g, ax=None, title: str = "Graph", provenance: str | None = None):
     title : str
         Node and edge counts are appended.
     provenance : str, optional
-        By default the drawing says it is a shape, captured on the GPU or the simulator: not
-        a measurement.
+        By default the drawing says it is a shape, captured (or built) on the GPU or the
+        simulator: not a measurement.
+    made : {"captured", "built"}, optional
+        How the graph was made, for that line; by default what the graph says
+        (`labkit.Graph.made`, or a networkx graph's ``graph["made"]``), else "captured".
 
     Returns
     -------
@@ -738,6 +755,8 @@ def graph_dag(g, ax=None, title: str = "Graph", provenance: str | None = None):
     if not isinstance(graph, nx.DiGraph):
         raise TypeError(f"graph_dag needs a networkx.DiGraph or an object with .to_networkx(), "
                         f"got {type(g).__name__}")
+    # the shape line is made first: a wrong ``made`` fails here, even with a provenance given
+    shape_line = shape_provenance(made or graph.graph.get("made", "captured"))
     pos, layers = _layered_positions(graph)
     n_nodes, n_edges = graph.number_of_nodes(), graph.number_of_edges()
     widest = max((len(layer) for layer in layers), default=1)
@@ -775,7 +794,8 @@ def graph_dag(g, ax=None, title: str = "Graph", provenance: str | None = None):
             ax.margins(0.15)
         ax.set_axis_off()
         return _finish(ax, f"{title}: {n_nodes} nodes, {n_edges} edges",
-                       shape_provenance() if provenance is None else provenance, grid_axis=None)
+                       shape_line if provenance is None else provenance,
+                       grid_axis=None)
 
 
 # --------------------------------------------------------------------------- bars

@@ -143,3 +143,35 @@ def test_a_captured_graph_names_its_kernel_nodes_for_the_drawing():
     g = cap.graph.to_networkx()
     assert g.nodes[0]["name"] == "add_one" and g.nodes[0]["kind"] == "kernel"
     s.close()
+
+
+def test_dag_of_a_graph_built_node_by_node_says_built_not_captured():
+    g = nx.DiGraph(made="built")
+    g.add_node(0, kind="kernel")
+    title = plot.graph_dag(g).get_title()
+    assert "graph shape, built on" in title and "captured" not in title
+
+
+def test_dag_caller_can_say_how_the_graph_was_made():
+    g = nx.DiGraph()
+    g.add_node(0, kind="empty")
+    assert "built on" in plot.graph_dag(g, made="built").get_title()
+    with pytest.raises(ValueError, match="say 'captured'.*or 'built'"):
+        plot.graph_dag(g, made="drawn")
+
+
+def test_graphs_say_how_they_were_made_and_their_drawings_follow():
+    import labkit
+    from labkit import explicit
+    from tests.kernels import BLOCK, GRID, N, add_one
+    built = explicit.new_graph()
+    explicit.add_empty_node(built)
+    s = labkit.Stream()
+    x = labkit.to_device(np.zeros(N, np.float32))
+    with labkit.capture(s) as cap:
+        add_one[GRID, BLOCK, s](x)
+    assert built.to_networkx().graph["made"] == "built"
+    assert cap.graph.to_networkx().graph["made"] == "captured"
+    assert "graph shape, built on" in plot.graph_dag(built).get_title()
+    assert "graph shape, captured on" in plot.graph_dag(cap.graph).get_title()
+    built.close(); cap.graph.close(); s.close()
