@@ -273,7 +273,8 @@ def timeline(tl: Timeline, ax=None, title: str = "Timeline", t0: float | None = 
 
     A span's ``added_us`` (what a tracer added to it) is drawn hatched at its end, with a
     legend entry "added by the tracer". Spans narrower than ``TIMELINE_MIN_WIDTH`` of the axis
-    are drawn that wide, and the x label says so.
+    are drawn that wide, and the x label says so. Where a span starts as the one before it on
+    its row ends (back-to-back kernels), a white hairline separates the two.
 
     Parameters
     ----------
@@ -322,10 +323,8 @@ def timeline(tl: Timeline, ax=None, title: str = "Timeline", t0: float | None = 
                 widened |= any(s.duration_us < min_width for s in spans)
                 bars = [(s.start_us - origin, max(s.duration_us - s.added_us, min_width))
                         for s in spans]
-                # back-to-back host calls would merge into one bar: a hairline separates them
-                host = kind in ("launch", "graph", "api")
                 ax.broken_barh(bars, (y - 0.38, 0.76), facecolors=KIND_COLORS[kind],
-                               edgecolor="white" if host else "none", linewidth=0.5 if host else 0)
+                               edgecolor="none", linewidth=0)
                 added = [(s.end_us - s.added_us - origin, s.added_us) for s in spans if s.added_us > 0]
                 if added:
                     ax.broken_barh(added, (y - 0.38, 0.76), facecolors="white",
@@ -333,6 +332,7 @@ def timeline(tl: Timeline, ax=None, title: str = "Timeline", t0: float | None = 
                     added_drawn = True
                 if kind not in kinds_drawn:
                     kinds_drawn.append(kind)
+            _separate_adjacent_spans(ax, row_spans, y, origin, min_width)
             _label_wide_spans(ax, row_spans, y, origin, extent, max_labels)
         ax.set_yticks(range(len(rows)), rows)
         ax.set_ylim(len(rows) - 0.5, -0.5)  # CPU on top, as in Nsight Systems
@@ -356,6 +356,22 @@ TIMELINE_MIN_WIDTH = 1.5e-3   # of the axis: about 1.5 px on the course's 11-inc
 def _wrap(text: str, width: int = 120) -> str:
     import textwrap
     return "\n".join(textwrap.wrap(text, width)) if len(text) > width else text
+
+
+def _separate_adjacent_spans(ax, row_spans, y: float, origin: float, min_width: float) -> list[float]:
+    """A white hairline where a span starts as its neighbour ends, so five back-to-back kernels
+    read as five bars, not one. Spans narrower than a few ``min_width`` get none: the line
+    would cover most of them. Returns the x positions (µs since t0) of the lines drawn."""
+    ordered = sorted(row_spans, key=lambda s: s.start_us)
+    # a gap narrower than this is invisible at the figure's width: the spans look joined
+    touching = 2 * min_width
+    wide_enough = 4 * min_width
+    xs = [b.start_us - origin for a, b in zip(ordered, ordered[1:])
+          if abs(b.start_us - a.end_us) <= touching
+          and min(a.duration_us, b.duration_us) >= wide_enough]
+    if xs:
+        ax.vlines(xs, y - 0.38, y + 0.38, colors="white", linewidth=0.8, gid="span separators")
+    return xs
 
 
 def _label_wide_spans(ax, row_spans, y: float, origin: float, extent: float,

@@ -120,7 +120,8 @@ def _wide_timeline(added_us: float = 0.0) -> Timeline:
 def test_thin_spans_on_a_wide_timeline_are_drawn_visible_and_the_plot_says_so():
     ax = plot.timeline(_wide_timeline(), provenance=PROV)
     assert "spans shorter than 7.5 µs drawn that wide" in ax.get_xlabel()
-    widths = [path.get_extents().width for c in ax.collections for path in c.get_paths()]
+    widths = [path.get_extents().width for c in ax.collections for path in c.get_paths()
+              if c.get_gid() != "span separators"]
     assert min(widths) >= 7.5 - 1e-9
 
 
@@ -175,3 +176,24 @@ def test_graphs_say_how_they_were_made_and_their_drawings_follow():
     assert "graph shape, built on" in plot.graph_dag(built).get_title()
     assert "graph shape, captured on" in plot.graph_dag(cap.graph).get_title()
     built.close(); cap.graph.close(); s.close()
+
+
+def _separator_xs(ax) -> list[float]:
+    lines = [c for c in ax.collections if c.get_gid() == "span separators"]
+    return sorted(seg[0][0] for c in lines for seg in c.get_segments())
+
+
+def test_back_to_back_kernels_are_separated_by_a_hairline():
+    spans = [Span("CPU", "launch", 0.0, 10.0, "launch")]
+    spans += [Span("stream 0", "long", 10.0 + 100 * i, 110.0 + 100 * i, "kernel") for i in range(5)]
+    ax = plot.timeline(Timeline(spans, source="model"), provenance=PROV)
+    assert _separator_xs(ax) == pytest.approx([110.0, 210.0, 310.0, 410.0])
+
+
+def test_a_thin_kernel_next_to_a_long_one_gets_no_separator_that_would_hide_it():
+    spans = [Span("stream 0", "long", 0.0, 5000.0, "kernel"),
+             Span("stream 0", "tiny", 5000.0, 5001.0, "kernel"),
+             Span("stream 0", "long", 5001.0, 9000.0, "kernel"),
+             Span("stream 0", "apart", 9500.0, 9900.0, "kernel")]
+    ax = plot.timeline(Timeline(spans, source="model"), provenance=PROV)
+    assert _separator_xs(ax) == []
