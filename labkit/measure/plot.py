@@ -200,13 +200,42 @@ def _plain_number(value, _pos=None) -> str:
     return f"{value:,.0f}" if value >= 10 else f"{value:g}"
 
 
+_STEPS_125 = (1.0, 2.0, 5.0)
+
+
+def _step_125(value: float, up: bool) -> float:
+    """The 1-2-5 value (…, 50, 100, 200, 500, …) at or below ``value``, or at or above it."""
+    exponent = math.floor(math.log10(value))
+    candidates = [m * 10.0 ** e for e in (exponent - 1, exponent, exponent + 1) for m in _STEPS_125]
+    if up:
+        return min(c for c in candidates if c >= value * (1 - 1e-9))
+    return max(c for c in candidates if c <= value * (1 + 1e-9))
+
+
+# An end of a short log axis further than this (in decades) from a labelled tick gets one.
+_END_TICK_DECADES = 0.2
+
+
 def _tidy_log_axis(axis) -> None:
     """Log ticks that do not overlap: 1-2-5 steps over a few decades, decades only over more,
-    plain numbers, minor ticks unlabelled."""
+    plain numbers, minor ticks unlabelled.
+
+    On a short axis (a few decades), an end that sits far from every labelled tick is moved
+    out to the next 1-2-5 value, so the data nearest that end has a number beside it (a curve
+    at 122 µs on an axis labelled from 200 up had none). The axis keeps autoscaling: data
+    added later widens it again."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
     lo, hi = axis.get_view_interval()
     decades = math.log10(max(hi, 1e-300) / max(lo, 1e-300)) if lo > 0 and hi > 0 else 3
-    subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)
+    subs = _STEPS_125 if decades <= 2.5 else (1.0,)
+    if subs == _STEPS_125 and lo > 0 and hi > 0:
+        if math.log10(_step_125(lo, up=True) / lo) > _END_TICK_DECADES:
+            lo = _step_125(lo, up=False)
+        if math.log10(hi / _step_125(hi, up=False)) > _END_TICK_DECADES:
+            hi = _step_125(hi, up=True)
+        axes = axis.axes
+        setter = axes.set_xlim if axis is axes.xaxis else axes.set_ylim
+        setter(lo, hi, auto=None)
     axis.set_major_locator(LogLocator(base=10, subs=subs))
     axis.set_major_formatter(FuncFormatter(_plain_number))
     axis.set_minor_formatter(NullFormatter())

@@ -197,3 +197,34 @@ def test_a_thin_kernel_next_to_a_long_one_gets_no_separator_that_would_hide_it()
              Span("stream 0", "apart", 9500.0, 9900.0, "kernel")]
     ax = plot.timeline(Timeline(spans, source="model"), provenance=PROV)
     assert _separator_xs(ax) == []
+
+
+def _labelled_ticks(axis) -> list[tuple[float, str]]:
+    lo, hi = sorted(axis.get_view_interval())
+    return [(t.get_loc(), t.label1.get_text()) for t in axis.get_major_ticks()
+            if t.label1.get_text() and lo <= t.get_loc() <= hi]
+
+
+def test_a_short_log_axis_has_a_labelled_tick_near_its_lowest_curve():
+    rng = np.random.default_rng(2)
+    ax = plot.latency_cdf({"numba graph": Stats(rng.uniform(118.0, 135.0, 300)),
+                           "eager": Stats(rng.uniform(2400.0, 2700.0, 300))},
+                          logx=True, provenance=PROV)
+    ax.figure.canvas.draw()
+    ticks = _labelled_ticks(ax.xaxis)
+    assert ticks[0][0] <= 118.0 and ticks[0][1] == "100"
+    assert [text for _, text in ticks] == ["100", "200", "500", "1,000", "2,000"]
+    assert ticks[-1][0] * 10 ** 0.2 >= 2700.0      # the top end is near a label too
+
+
+@pytest.mark.parametrize("lo, hi", [(118.0, 2700.0), (210.0, 61000.0), (3.0, 40.0)])
+def test_log_tick_labels_never_overlap(lo, hi):
+    ax = plot.latency_cdf({"a": Stats(np.geomspace(lo, hi, 50))}, logx=True, provenance=PROV)
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = sorted((t.label1.get_window_extent(renderer) for t in ax.xaxis.get_major_ticks()
+                    if t.label1.get_text() and t.label1.get_visible()), key=lambda b: b.x0)
+    assert len(boxes) >= 3
+    assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:]))
+    plt.close(fig)
