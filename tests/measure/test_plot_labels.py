@@ -228,3 +228,17 @@ def test_log_tick_labels_never_overlap(lo, hi):
     assert len(boxes) >= 3
     assert all(a.x1 < b.x0 for a, b in zip(boxes, boxes[1:]))
     plt.close(fig)
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_bar_values_stay_inside_the_axes(log):
+    ax = plot.bars({"eager": 1767.0, "graph per token": 118.0, "device loop": 3.3}, log=log,
+                   provenance=PROV)
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    values = [t for t in ax.texts if t.get_text()]
+    assert [t.get_text() for t in values] == ["1767", "118", "3.3"]
+    assert all(t.get_window_extent(renderer).y1 < frame.y1 for t in values)
+    plt.close(fig)
