@@ -50,9 +50,15 @@ class Graph(Handle):
     """
 
     _what = "graph"
+    #: How the graph came to be: "captured" (a stream capture) or "built" (node by node);
+    #: `to_networkx` passes it on, so a drawing of the graph can say which.
+    made = "captured"
 
-    def __init__(self, handle, keepalive=None, owned: bool = True, launched=None):
+    def __init__(self, handle, keepalive=None, owned: bool = True, launched=None,
+                 made: str | None = None):
         self.handle, self._owned = handle, owned
+        if made is not None:
+            self.made = made
         self.keepalive = list(keepalive or [])
         # kernel -> the argument tuples it was captured with: what a node update is checked against
         self.launched = dict(launched or {})
@@ -88,9 +94,10 @@ class Graph(Handle):
         return check(rt.cudaGraphGetNodes(self._open()), "cudaGraphGetNodes")[1]
 
     def to_networkx(self):
-        """A networkx DiGraph with each node's ``kind`` and ``label``."""
+        """A networkx DiGraph with each node's ``kind``, ``label`` and ``name``; the graph's
+        ``made`` ("captured" or "built") is in ``g.graph["made"]``."""
         import networkx as nx
-        g = nx.DiGraph()
+        g = nx.DiGraph(made=self.made)
         for i, (node, k) in enumerate(zip(self.nodes, self.node_kinds())):
             # name: the kernel's symbol for kernel nodes (plot.graph_dag shortens it), else the kind
             name = (_kernel_symbol(node) if k == "kernel" else None) or k

@@ -223,6 +223,8 @@ class Body(Graph, _Builder):
 class ConditionalGraph(Graph, _Builder):
     """A `labkit.Graph` built with conditional nodes; `instantiate` explains CUDA's refusals."""
 
+    made = "built"
+
     def __init__(self, handle=None):
         super().__init__(handle if handle is not None else
                          check(rt.cudaGraphCreate(0), "cudaGraphCreate"))

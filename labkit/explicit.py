@@ -21,7 +21,7 @@ __all__ = ["new_graph", "add_empty_node", "add_memcpy_node", "add_kernel_node", 
 
 def new_graph():
     """An empty `labkit.Graph` made with ``cudaGraphCreate``."""
-    return Graph(check(rt.cudaGraphCreate(0), "cudaGraphCreate"))
+    return Graph(check(rt.cudaGraphCreate(0), "cudaGraphCreate"), made="built")
 
 
 def add_empty_node(graph, deps=()):

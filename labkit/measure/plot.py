@@ -157,14 +157,27 @@ def model_provenance(what: str, provenance: str | None = None) -> str:
     return f"model: {what}; inputs {_provenance(provenance)}"
 
 
-def shape_provenance() -> str:
-    """The title line of a graph's drawing: a shape, captured, not measured."""
+_MADE = ("captured", "built")
+
+
+def shape_provenance(made: str = "captured") -> str:
+    """The title line of a graph's drawing: a shape, not a measurement, and how it was made.
+
+    Parameters
+    ----------
+    made : {"captured", "built"}
+        "captured" for a graph recorded by a stream capture, "built" for one made node by
+        node (`labkit.explicit`, `labkit.conditional_graph`).
+    """
+    if made not in _MADE:
+        raise ValueError(f"made={made!r}: say 'captured' (a stream capture) or 'built' "
+                         "(added node by node)")
     try:
         import labkit
         from labkit.backend import is_gpu
 
         where = labkit.device_name() if is_gpu else "the simulator"
-        return f"graph shape, captured on {where} (not a measurement)"
+        return f"graph shape, {made} on {where} (not a measurement)"
     except (ImportError, AttributeError):
         return "graph shape (not a measurement)"
 
@@ -187,13 +200,42 @@ def _plain_number(value, _pos=None) -> str:
     return f"{value:,.0f}" if value >= 10 else f"{value:g}"
 
 
+_STEPS_125 = (1.0, 2.0, 5.0)
+
+
+def _step_125(value: float, up: bool) -> float:
+    """The 1-2-5 value (…, 50, 100, 200, 500, …) at or below ``value``, or at or above it."""
+    exponent = math.floor(math.log10(value))
+    candidates = [m * 10.0 ** e for e in (exponent - 1, exponent, exponent + 1) for m in _STEPS_125]
+    if up:
+        return min(c for c in candidates if c >= value * (1 - 1e-9))
+    return max(c for c in candidates if c <= value * (1 + 1e-9))
+
+
+# An end of a short log axis further than this (in decades) from a labelled tick gets one.
+_END_TICK_DECADES = 0.2
+
+
 def _tidy_log_axis(axis) -> None:
     """Log ticks that do not overlap: 1-2-5 steps over a few decades, decades only over more,
-    plain numbers, minor ticks unlabelled."""
+    plain numbers, minor ticks unlabelled.
+
+    On a short axis (a few decades), an end that sits far from every labelled tick is moved
+    out to the next 1-2-5 value, so the data nearest that end has a number beside it (a curve
+    at 122 µs on an axis labelled from 200 up had none). The axis keeps autoscaling: data
+    added later widens it again."""
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
     lo, hi = axis.get_view_interval()
     decades = math.log10(max(hi, 1e-300) / max(lo, 1e-300)) if lo > 0 and hi > 0 else 3
-    subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)
+    subs = _STEPS_125 if decades <= 2.5 else (1.0,)
+    if subs == _STEPS_125 and lo > 0 and hi > 0:
+        if math.log10(_step_125(lo, up=True) / lo) > _END_TICK_DECADES:
+            lo = _step_125(lo, up=False)
+        if math.log10(hi / _step_125(hi, up=False)) > _END_TICK_DECADES:
+            hi = _step_125(hi, up=True)
+        axes = axis.axes
+        setter = axes.set_xlim if axis is axes.xaxis else axes.set_ylim
+        setter(lo, hi, auto=None)
     axis.set_major_locator(LogLocator(base=10, subs=subs))
     axis.set_major_formatter(FuncFormatter(_plain_number))
     axis.set_minor_formatter(NullFormatter())
@@ -260,7 +302,8 @@ def timeline(tl: Timeline, ax=None, title: str = "Timeline", t0: float | None = 
 
     A span's ``added_us`` (what a tracer added to it) is drawn hatched at its end, with a
     legend entry "added by the tracer". Spans narrower than ``TIMELINE_MIN_WIDTH`` of the axis
-    are drawn that wide, and the x label says so.
+    are drawn that wide, and the x label says so. Where a span starts as the one before it on
+    its row ends (back-to-back kernels), a white hairline separates the two.
 
     Parameters
     ----------
@@ -309,10 +352,8 @@ def timeline(tl: Timeline, ax=None, title: str = "Timeline", t0: float | None = 
                 widened |= any(s.duration_us < min_width for s in spans)
                 bars = [(s.start_us - origin, max(s.duration_us - s.added_us, min_width))
                         for s in spans]
-                # back-to-back host calls would merge into one bar: a hairline separates them
-                host = kind in ("launch", "graph", "api")
                 ax.broken_barh(bars, (y - 0.38, 0.76), facecolors=KIND_COLORS[kind],
-                               edgecolor="white" if host else "none", linewidth=0.5 if host else 0)
+                               edgecolor="none", linewidth=0)
                 added = [(s.end_us - s.added_us - origin, s.added_us) for s in spans if s.added_us > 0]
                 if added:
                     ax.broken_barh(added, (y - 0.38, 0.76), facecolors="white",
@@ -320,6 +361,7 @@ def timeline(tl: Timeline, ax=None, title: str = "Timeline", t0: float | None = 
                     added_drawn = True
                 if kind not in kinds_drawn:
                     kinds_drawn.append(kind)
+            _separate_adjacent_spans(ax, row_spans, y, origin, min_width)
             _label_wide_spans(ax, row_spans, y, origin, extent, max_labels)
         ax.set_yticks(range(len(rows)), rows)
         ax.set_ylim(len(rows) - 0.5, -0.5)  # CPU on top, as in Nsight Systems
@@ -343,6 +385,22 @@ TIMELINE_MIN_WIDTH = 1.5e-3   # of the axis: about 1.5 px on the course's 11-inc
 def _wrap(text: str, width: int = 120) -> str:
     import textwrap
     return "\n".join(textwrap.wrap(text, width)) if len(text) > width else text
+
+
+def _separate_adjacent_spans(ax, row_spans, y: float, origin: float, min_width: float) -> list[float]:
+    """A white hairline where a span starts as its neighbour ends, so five back-to-back kernels
+    read as five bars, not one. Spans narrower than a few ``min_width`` get none: the line
+    would cover most of them. Returns the x positions (µs since t0) of the lines drawn."""
+    ordered = sorted(row_spans, key=lambda s: s.start_us)
+    # a gap narrower than this is invisible at the figure's width: the spans look joined
+    touching = 2 * min_width
+    wide_enough = 4 * min_width
+    xs = [b.start_us - origin for a, b in zip(ordered, ordered[1:])
+          if abs(b.start_us - a.end_us) <= touching
+          and min(a.duration_us, b.duration_us) >= wide_enough]
+    if xs:
+        ax.vlines(xs, y - 0.38, y + 0.38, colors="white", linewidth=0.8, gid="span separators")
+    return xs
 
 
 def _label_wide_spans(ax, row_spans, y: float, origin: float, extent: float,
@@ -713,7 +771,8 @@ def _dag_text(attrs: dict, node) -> str:
     return text if len(text) <= _DAG_LABEL_CHARS else text[:_DAG_LABEL_CHARS - 1] + "…"
 
 
-def graph_dag(g, ax=None, title: str = "Graph", provenance: str | None = None):
+def graph_dag(g, ax=None, title: str = "Graph", provenance: str | None = None,
+              made: str | None = None):
     """Draw a graph's DAG top-down, nodes coloured by kind, each labelled with its kernel's
     name inside its circle (networkx + matplotlib only).
 
@@ -727,8 +786,11 @@ def graph_dag(g, ax=None, title: str = "Graph", provenance: str | None = None):
     title : str
         Node and edge counts are appended.
     provenance : str, optional
-        By default the drawing says it is a shape, captured on the GPU or the simulator: not
-        a measurement.
+        By default the drawing says it is a shape, captured (or built) on the GPU or the
+        simulator: not a measurement.
+    made : {"captured", "built"}, optional
+        How the graph was made, for that line; by default what the graph says
+        (`labkit.Graph.made`, or a networkx graph's ``graph["made"]``), else "captured".
 
     Returns
     -------
@@ -738,6 +800,8 @@ def graph_dag(g, ax=None, title: str = "Graph", provenance: str | None = None):
     if not isinstance(graph, nx.DiGraph):
         raise TypeError(f"graph_dag needs a networkx.DiGraph or an object with .to_networkx(), "
                         f"got {type(g).__name__}")
+    # the shape line is made first: a wrong ``made`` fails here, even with a provenance given
+    shape_line = shape_provenance(made or graph.graph.get("made", "captured"))
     pos, layers = _layered_positions(graph)
     n_nodes, n_edges = graph.number_of_nodes(), graph.number_of_edges()
     widest = max((len(layer) for layer in layers), default=1)
@@ -775,7 +839,8 @@ def graph_dag(g, ax=None, title: str = "Graph", provenance: str | None = None):
             ax.margins(0.15)
         ax.set_axis_off()
         return _finish(ax, f"{title}: {n_nodes} nodes, {n_edges} edges",
-                       shape_provenance() if provenance is None else provenance, grid_axis=None)
+                       shape_line if provenance is None else provenance,
+                       grid_axis=None)
 
 
 # --------------------------------------------------------------------------- bars
@@ -817,11 +882,17 @@ def bars(values: Mapping[str, object], ax=None, ylabel: str = "µs", log: bool =
         long_labels = any(len(label) > 10 for label in labels)
         ax.set_xticks(x, labels, rotation=20 if long_labels else 0,
                       ha="right" if long_labels else "center")
+        top = max(h + u for h, u in zip(heights, upper))
         if log:
             ax.set_yscale("log")
+            # room above the tallest bar for its value: a tenth of the log range, as the
+            # linear case gets 15 % (on the H200, 08's "1767" touched the frame)
+            lo, hi = ax.get_ylim()
+            if top > 0 and lo > 0:
+                ax.set_ylim(lo, max(hi, top * (top / lo) ** 0.12), auto=None)
             _tidy_log_axis(ax.yaxis)
         else:
-            ax.set_ylim(0, max(h + u for h, u in zip(heights, upper)) * 1.15 or 1.0)
+            ax.set_ylim(0, top * 1.15 or 1.0)
         ax.set_ylabel(ylabel)
         if has_whiskers:
             ax.set_xlabel(_WHISKER_NOTE, fontsize=8, color="#555555")

@@ -258,8 +258,8 @@ g_exp.close(); g_cap.close()
 # graph saves one launch's host cost per iteration. From Python that launch is numba's dispatch
 # (typing the arguments, flattening them, building the launch: about 15-20 µs on the H200),
 # while `cudaGraphLaunch` of one node costs a few µs, so the graph comes out several times faster
-# (4.3× on the H200). From C++, where an eager launch is one `cuLaunchKernel` of a few µs, the
-# same one-node graph would be about 1×: it has nothing to remove. `labkit.prepare` (notebook 01)
+# (about 4× on the H200: 3.9–4.3× over runs). From C++, where an eager launch is one
+# `cuLaunchKernel` of a few µs, the same one-node graph would be about 1×: it has nothing to remove. `labkit.prepare` (notebook 01)
 # gets most of the same saving from Python without a graph. And the graph costs a capture and an
 # instantiation first.
 

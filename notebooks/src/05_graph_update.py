@@ -596,7 +596,7 @@ print(f"fastest: r = {best['r']} ({best['buckets']} buckets)")
 
 # %%
 with plot.style():
-    fig, ax = plt.subplots(figsize=(8, 4.8))
+    fig, ax = plt.subplots(figsize=(8, 5.4))
     xs = [p["buckets"] for p in sweep]
     for key, label in (("total", "all requests"), ("miss_ms", "requests that missed"),
                        ("hit_ms", "requests that hit")):
@@ -615,7 +615,11 @@ with plot.style():
     ax.tick_params(axis="x", which="minor", bottom=False, labelbottom=False)
     ax.set_xlabel("number of buckets (fewer = farther apart = more padding)")
     ax.set_ylabel("time to serve the stream (ms, log)")
-    ax.legend(loc="upper center", ncols=2)
+    # headroom for the two-line r labels above the highest point (a fifth of the log range),
+    # and the legend under the axes, where it covers no point and no label
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo, hi * (hi / lo) ** 0.2)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=3)
     ax.set_title(f"Bucket spacing, {MAX_GRAPHS} graphs kept\n{labkit.provenance()}")
 plt.show()
 labkit.expect(sweep[0]["total"] > best["total"] < sweep[-1]["total"],

@@ -164,19 +164,11 @@ tps = [res["eager_tokens_per_s"], res["graph_tokens_per_s"],
        res["graph_back_to_back_tokens_per_s"], res["device_loop_tokens_per_s"]]
 cpu = [res["eager_host_cpu_us_per_token"], res["graph_host_cpu_us_per_token"],
        res["graph_back_to_back_host_cpu_us_per_token"], res["device_loop_host_cpu_us_per_token"]]
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-axes[0].bar(names, tps, color=plot.colors_for(names))
-axes[0].set_ylabel("tokens/s")
-axes[0].set_title(f"throughput ({labkit.provenance()})")
-bars = axes[1].bar(names, cpu, color=plot.colors_for(names))
-axes[1].bar_label(bars, fmt="%.1f")
-axes[1].set_yscale("log")
-axes[1].set_ylabel("host CPU µs per token (log)")
-axes[1].set_title(f"host CPU, whole generation of {res['tokens']} tokens ({labkit.provenance()})",
-                  fontsize=9)
-for ax in axes:
-    ax.tick_params(axis="x", rotation=20)
-plt.tight_layout()
+with plot.style():
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.4))
+plot.bars(dict(zip(names, tps)), ax=axes[0], ylabel="tokens/s", title="throughput")
+plot.bars(dict(zip(names, cpu)), ax=axes[1], ylabel="host CPU µs per token (log)", log=True,
+          title=f"host CPU, whole generation of {res['tokens']} tokens")
 plt.show()
 print({k: (round(v, 2) if isinstance(v, float) else v) for k, v in res.items()})
 
