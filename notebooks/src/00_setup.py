@@ -138,8 +138,9 @@ print(f"p5..p95 spread: {st.percentile(5):.2f} .. {st.p95:.2f} µs")
 # Profiling Tools Interface, NVIDIA's library for tracing what the GPU ran) when it is installed;
 # otherwise the plot says it fell back to CUDA events. The CPU row is labkit's own record of its
 # calls (numba's whole dispatch for an eager launch), drawn the same way on both backends.
-# Tracing makes some calls a little dearer on a GPU: the note under each timeline says by how
-# much, and a graph launch's estimated extra is drawn hatched.
+# Tracing makes some calls dearer on a GPU, most of all the first launch of each kernel and of
+# each graph in a trace: the note under each timeline says by how much, measured in the same
+# process, and that estimated extra is drawn hatched at the end of the call's bar.
 
 # %% tags=["key-figure"]
 with timing.timeline() as rec:

@@ -155,8 +155,9 @@ plot.amortization(graph.setup_us, np.median(eager.token_us), np.median(graph.tok
 # Eager: the CPU row is a wall of launches and the GPU row mostly gaps, since each kernel takes
 # less time than the CPU needs to launch the next one. Graph: one launch call, then the kernels
 # back to back. On a GPU the timeline is a CUPTI trace: tracing makes each launch a little dearer
-# (the note under each figure says by how much), and CUPTI's share of the graph launch, which
-# grows with its node count, is drawn hatched: the solid part is what the launch costs untraced.
+# (the note under each figure says by how much), and CUPTI's estimated share of the graph
+# launch, which grows with its node count and is larger on an executable's first launch in a
+# trace, is drawn hatched: the solid part estimates what the launch costs untraced.
 
 # %%
 for name in ("eager", "graph"):
