@@ -234,6 +234,7 @@ class TraceProbe:
     WARM = 4              # launches of each kind at a trace's start, each waited for
     FRESH = 3             # new executables of each graph whose first traced launch is timed
     FUNCTIONS = 3         # kernels of their own, whose first launch in a trace is timed
+    WARM_PREPARED = True
 
     def __init__(self):
         self._stream = Stream()
@@ -310,7 +311,8 @@ class TraceProbe:
             self.eager()
             self._stream.synchronize()
         for _ in range(self.WARM):
-            for fn in (self.eager, self._prepared, self.graph, self.graph1):
+            for fn in [f for f in (self.eager, self._prepared, self.graph, self.graph1)
+                       if self.WARM_PREPARED or f is not self._prepared]:
                 fn()
                 self._stream.synchronize()
         if not self._fresh:
@@ -318,11 +320,11 @@ class TraceProbe:
         big = [self._timed(lambda ex=pair[0]: ex.launch(self._stream)) for pair in self._fresh]
         one = [self._timed(lambda ex=pair[1]: ex.launch(self._stream)) for pair in self._fresh]
         fn_first = []
-        for launch in self._functions:
+        for launch in self._functions[:self.FUNCTIONS]:
             first = self._timed(lambda: launch(self._x))
             fn_first.append(first - self._timed(lambda: launch(self._x)))
         return FirstCosts(statistics.median(big), statistics.median(one),
-                          max(statistics.median(fn_first), 0.0))
+                          max(statistics.median(fn_first), 0.0) if fn_first else 0.0)
 
     def host_costs_us(self) -> ProbeCosts:
         """Median host µs of one call of each kind (each then waited for, untimed); the kinds
