@@ -419,8 +419,10 @@ plt.show()
 #
 # - above, the two versions' lines: when the host slows down for a while, both rise in
 #   the same rounds, since both are paced by the host;
-# - below, the within-round ratio: because both of a round's figures come from the same
-#   moment, it moves less than the times it is made of. Read the median, and quote the range;
+# - below, the within-round ratio: a slow stretch longer than a round lands on both of that
+#   round's figures, so it cancels in their ratio; the jitter from one call to the next does
+#   not cancel, and makes the ratio wobble a little from round to round. Read the median, and
+#   quote the range;
 # - the dashed lines: the naive blocks. Where a dashed line above lies off its version's
 #   round-by-round line, or the naive ratio lies outside the rounds' range below, the
 #   host changed speed between the two blocks and the naive ratio carries it. On a quiet host
