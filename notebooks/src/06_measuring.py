@@ -332,8 +332,8 @@ plot.bars({"long: eager": le, "long: graph": lg, "1 kernel: eager": oe, "1 kerne
 # close pair from 06-3: the 50-kernel chain with a synchronize after each kernel, against the same
 # chain with one synchronize at the end, about 1.3× apart. Both are paced by the host (numba's
 # launch, and the synchronize's round trip), so a host that slows down slows both. A slow stretch
-# that falls on one version only can shrink the gap, widen it, or, at the 2× the H200's host
-# moved between runs, turn it round.
+# that falls on one version only can shrink the gap, widen it, or, as large as the 2× the H200's
+# host moved between runs, turn it round.
 #
 # **(a) The naive way:** all of one version's samples, then all of the other's.
 
@@ -342,7 +342,8 @@ ROUNDS = 6
 N = 4 * SZ["repeat"]                   # calls of each version per round
 pair = {"sync after each": sync_each, "one sync at end": sync_end}
 A, B = pair
-naive = {name: timing.measure(fn, warmup=2, repeat=ROUNDS * N, label=name) for name, fn in pair.items()}
+naive = {name: timing.measure(fn, warmup=2, repeat=ROUNDS * N, label=name)     # A's block, then B's
+         for name, fn in pair.items()}
 naive_ratio = naive[A].median / naive[B].median
 for name, st in naive.items():
     print(f"{name:16s} one block of {st.n} calls, median {st.median:7.1f} µs")
@@ -363,14 +364,15 @@ ratios = np.array(per_round[A]) / np.array(per_round[B])
 ratio_median = float(np.median(ratios))
 for name, vals in per_round.items():
     print(f"{name:16s} µs, round by round: " + "  ".join(f"{v:7.1f}" for v in vals))
-print(f"{'within-round ratio':16s}" + " " * 16 + "  ".join(f"{q:6.2f}x" for q in ratios))
+print(f"{'within-round ratio':37s}" + "  ".join(f"{q:6.2f}x" for q in ratios))
 print(f"median over rounds {ratio_median:.2f}x, range {ratios.min():.2f}x .. {ratios.max():.2f}x "
       f"(spread {ratios.max() / ratios.min() - 1:.0%}); naive {naive_ratio:.2f}x")
 labkit.expect(ratio_median > 1, "one synchronize at the end beats a synchronize after each kernel, "
               "on the median of the within-round ratios",
               measured=f"{A} / {B} per round: " + ", ".join(f"{q:.2f}×" for q in ratios),
               why="the host was so loaded that its drift outweighed the synchronizations in most "
-                  "rounds; run the cell again on a quieter machine", look="figure 06-6, lower panel")
+                  "rounds; run the cell again on a quieter machine",
+              look="figure 06-6, lower panel")
 
 
 # %%
