@@ -326,41 +326,112 @@ plot.bars({"long: eager": le, "long: graph": lg, "1 kernel: eager": oe, "1 kerne
 # stayed at 0.84–0.86 µs in both. Measure version A for a minute, then version B, and the drift
 # lands on one side only.
 #
-# The remedy is cheap: measure in **rounds**, each round timing both versions, in alternating
-# order (A B, B A, A B, ...), and report each version's median over the rounds with its spread.
-# A ratio taken *within* a round compares two figures from the same minute. `python -m labkit
-# calibrate` works this way.
+# A drift like that cannot hide a 20× gap: eager against a graph (06-3) comes out the same
+# way however the host moves. It matters when two versions are close, and most changes you will
+# want to judge are close: a synchronize removed, a copy moved, two kernels fused. So take the
+# close pair from 06-3: the 50-kernel chain with a synchronize after each kernel, against the same
+# chain with one synchronize at the end, about 1.3× apart. Both are paced by the host (numba's
+# launch, and the synchronize's round trip), so a host that slows down slows both. A slow stretch
+# that falls on one version only can shrink the gap, widen it, or, as large as the 2× the H200's
+# host moved between runs, turn it round.
+#
+# **(a) The naive way:** all of one version's samples, then all of the other's.
 
 # %%
 ROUNDS = 6
-K = 100
-with labkit.capture(stream) as cap:
-    chain(K, x, stream)
-g_rounds = cap.graph.instantiate(upload_stream=stream)
-versions = {"eager": lambda: chain(K, x, stream), "graph": lambda: g_rounds.launch(stream)}
-per_round = {name: [] for name in versions}
-for r in range(ROUNDS):
-    order = list(versions) if r % 2 == 0 else list(versions)[::-1]     # alternate
-    for name in order:
-        st = timing.measure(versions[name], sync=stream, per=K, repeat=max(5, SZ["repeat"] // 2))
-        per_round[name].append(st.median)
-ratios = np.array(per_round["eager"]) / np.array(per_round["graph"])
-for name, vals in per_round.items():
-    print(f"{name:6s} µs per kernel, round by round: " + "  ".join(f"{v:6.2f}" for v in vals))
-print("eager / graph within each round: " + "  ".join(f"{r:5.1f}x" for r in ratios))
-print(f"median over rounds: eager {np.median(per_round['eager']):.2f}, graph {np.median(per_round['graph']):.2f} µs")
-labkit.expect(ratios.min() > 1, "the graph wins in every round",
-              measured="eager / graph per round: " + ", ".join(f"{r:.2f}×" for r in ratios),
-              why="your GPU's kernels take longer than a launch here, so both run at the GPU's "
-                  "pace and the host's drift decides", look="the round-by-round plot")
-ax = plot.per_kernel_cost(range(1, ROUNDS + 1), per_round, logx=False,
-                          title=f"06-6 Eager and graph, {K} kernels, round by round")
-ax.set_xlabel("round"); ax.set_yscale("log")
-ax.set_ylim(min(map(min, per_round.values())) / 1.5, max(map(max, per_round.values())) * 1.5);
+N = 4 * SZ["repeat"]                   # calls of each version per round
+pair = {"sync after each": sync_each, "one sync at end": sync_end}
+A, B = pair
+naive = {name: timing.measure(fn, warmup=2, repeat=ROUNDS * N, label=name)     # A's block, then B's
+         for name, fn in pair.items()}
+naive_ratio = naive[A].median / naive[B].median
+for name, st in naive.items():
+    print(f"{name:16s} one block of {st.n} calls, median {st.median:7.1f} µs")
+print(f"naive ratio {A} / {B}: {naive_ratio:.2f}x, from two medians taken one after the other")
 
 # %% [markdown]
-# On the simulator every round gives the same figures: its clock is a model, and a model does
-# not drift. A GPU's rounds do move. The rounds that the packaged calibration measured on the H200
+# **(b) In rounds:** the same number of calls, cut into rounds of `N` calls of each version, in
+# alternating order (A B, B A, A B, ...). Each round gives one median per version and one ratio,
+# taken from two figures measured moments apart. We report the median of those ratios over the
+# rounds and their range. `python -m labkit calibrate` works this way.
+
+# %%
+per_round = {name: [] for name in pair}
+for r in range(ROUNDS):
+    for name in (list(pair) if r % 2 == 0 else list(pair)[::-1]):     # alternate the order
+        per_round[name].append(timing.measure(pair[name], warmup=1, repeat=N).median)
+ratios = np.array(per_round[A]) / np.array(per_round[B])
+ratio_median = float(np.median(ratios))
+for name, vals in per_round.items():
+    print(f"{name:16s} µs, round by round: " + "  ".join(f"{v:7.1f}" for v in vals))
+print(f"{'within-round ratio':37s}" + "  ".join(f"{q:6.2f}x" for q in ratios))
+print(f"median over rounds {ratio_median:.2f}x, range {ratios.min():.2f}x .. {ratios.max():.2f}x "
+      f"(spread {ratios.max() / ratios.min() - 1:.0%}); naive {naive_ratio:.2f}x")
+labkit.expect(ratio_median > 1, "one synchronize at the end beats a synchronize after each kernel, "
+              "on the median of the within-round ratios",
+              measured=f"{A} / {B} per round: " + ", ".join(f"{q:.2f}×" for q in ratios),
+              why="the host was so loaded that its drift outweighed the synchronizations in most "
+                  "rounds; run the cell again on a quieter machine",
+              look="figure 06-6, lower panel")
+
+
+# %%
+def mark(ax, lines):
+    """Draw horizontal reference lines on ``ax`` and redraw its legend with them.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+        Axes already drawn by a `labkit.plot` function.
+    lines : list of (float, str, dict)
+        ``(y, label, style)``: where the line goes, its legend entry, and matplotlib line
+        properties (``color``, ``linestyle``, ...).
+    """
+    with plot.style():
+        for y, label, line_style in lines:
+            ax.axhline(y, label=label, linewidth=1.2, **line_style)
+        ax.legend(loc="lower right")
+
+xs_round = range(1, ROUNDS + 1)
+with plot.style():
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 8))      # stacked: long titles fit
+plot.per_kernel_cost(xs_round, per_round, ax=top, logx=False,
+                     title=f"06-6 {A} vs {B}, {K} kernels, round by round")
+mark(top, [(naive[name].median, f"{name}: naive block", dict(color=c, linestyle="--"))
+           for name, c in zip(pair, plot.colors_for(per_round))])
+top.set_ylabel(f"time for {K} kernels (µs, median of the round)")
+plot.per_kernel_cost(xs_round, {"within-round ratio": ratios}, ax=bottom, logx=False,
+                     title=f"Within-round ratio, {A} / {B}")
+bottom.get_lines()[0].set_color("#637939")     # not the colour of either version
+mark(bottom, [(ratio_median, "median over rounds", dict(color="black")),
+              (naive_ratio, "naive blocks", dict(color="grey", linestyle="--")),
+              (1.0, "a tie", dict(color="grey", linestyle=":"))])
+bottom.set_ylabel("ratio (×)")
+top.set_ylim(0, 1.2 * max(max(v) for v in per_round.values()))     # headroom above the top line
+bottom.set_ylim(0, 1.2 * max(ratios.max(), naive_ratio))
+for ax in (top, bottom):
+    ax.set_xlabel("round"); ax.set_xticks(list(xs_round))
+plt.show()
+
+# %% [markdown]
+# **What to look at.** On the simulator every round gives the same figures, and the naive
+# blocks agree with the rounds to the digit: its clock is a model, and a model does not drift.
+# The lines are flat by construction, so they show the method, not the host. On a GPU host the
+# rounds move, and the figure shows three things:
+#
+# - above, the two versions' lines: when the host slows down for a while, both rise in
+#   the same rounds, since both are paced by the host;
+# - below, the within-round ratio: a slow stretch longer than a round lands on both of that
+#   round's figures, so it cancels in their ratio; the jitter from one call to the next does
+#   not cancel, and makes the ratio wobble a little from round to round. Read the median, and
+#   quote the range;
+# - the dashed lines: the naive blocks. Where a dashed line above lies off its version's
+#   round-by-round line, or the naive ratio lies outside the rounds' range below, the
+#   host changed speed between the two blocks and the naive ratio carries it. On a quiet host
+#   the naive blocks can agree with the rounds; nothing in them tells you whether that run was a
+#   quiet one, and the rounds do.
+#
+# The rounds that the packaged calibration measured on the H200
 # (`labkit/calibration/h200-bench.json`, the 200-kernel chain benchmark, one round every few
 # seconds) are drawn below as they were measured; on any backend this cell reads the file, it
 # does not measure.
@@ -384,9 +455,10 @@ ax.set_xlabel("round"); ax.set_yscale("log")
 ax.set_ylim(min(map(min, shown.values())) / 1.5, max(map(max, shown.values())) * 1.5);
 
 # %% [markdown]
-# Within one calibration run, a minute long, the rounds stay close to each other (the spreads
-# printed above), while separate runs minutes apart differed by up to 2× on the host's figures. So repeat whole
-# runs, not only samples, before you quote a host cost, and quote a range.
+# Within one calibration run, a minute long, most rounds stay close to each other, with the odd
+# slow one (the spreads printed above); separate runs minutes apart differed by up to 2× on the
+# host's figures. So compare versions within rounds, repeat whole runs, not only samples, before
+# you quote a host cost, and quote a range.
 
 # %% [markdown]
 # ## 6. A decision checklist
