@@ -234,7 +234,6 @@ class TraceProbe:
     WARM = 4              # launches of each kind at a trace's start, each waited for
     FRESH = 3             # new executables of each graph whose first traced launch is timed
     FUNCTIONS = 3         # kernels of their own, whose first launch in a trace is timed
-    WARM_PREPARED = True
 
     def __init__(self):
         self._stream = Stream()
@@ -311,8 +310,7 @@ class TraceProbe:
             self.eager()
             self._stream.synchronize()
         for _ in range(self.WARM):
-            for fn in [f for f in (self.eager, self._prepared, self.graph, self.graph1)
-                       if self.WARM_PREPARED or f is not self._prepared]:
+            for fn in (self.eager, self._prepared, self.graph, self.graph1):
                 fn()
                 self._stream.synchronize()
         if not self._fresh:
