@@ -222,9 +222,11 @@ ax = plot.bars({f"{row['kernels_per_token']} kernels": row["device_loop_vs_graph
 ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
 ax.set_ylim(0.8, max(1.2, 1.05 * max(row["device_loop_vs_graph"] for row in sweep)))
 plt.show()
-# On the H200 (two runs, 2026-12-03): 1.045× and 1.12× at 20 kernels, 1.05× and 1.06× at 35,
-# 1.03× and 1.04× at 65, with R 6-8 µs and W 3-4.4 µs. The claim is the large step's: there the
-# gain stays small; a tenth leaves room for the host's drift.
+# On the H200 (2026-12-03), from the command line (`python -m labkit bench --decode --by-layers
+# 1 2 4`, two runs): 1.045× and 1.12× at 20 kernels, 1.05× and 1.06× at 35, 1.03× and 1.04× at
+# 65, with R 6-8 µs and W 3-4.4 µs. Inside a Jupyter kernel the same sweep gave 0.99-1.00× at
+# every size (W 5.6-5.9 µs, R 5.3-5.7). The claim is the large step's: there the gain stays
+# small either way; a tenth leaves room for the host's drift.
 big_step = sweep[-1]
 labkit.expect(abs(big_step["device_loop_vs_graph"] - 1) < 0.1,
               f"at {big_step['kernels_per_token']} kernels per token the device loop is within 10% "
@@ -240,7 +242,11 @@ labkit.expect(abs(big_step["device_loop_vs_graph"] - 1) < 0.1,
 #   (`R`, 6–8 µs on the H200) is only about twice what its WHILE iteration adds (`W`, 3–4 µs). At
 #   65 kernels per token the loop measured 1.03–1.04× one graph per token on the H200, at 20
 #   kernels 1.05–1.12× (the round trip varies with the host's state), and the ceiling `R / W` is
-#   about 2× for a step that does nothing. 1.05× or more at 65 kernels is out of reach here,
+#   about 2× for a step that does nothing. Those are command-line runs; run inside this
+#   notebook's Jupyter kernel on the H200, the sweep above measured a larger `W` (5.6–5.9 µs)
+#   and no gain at any size (0.99–1.00×). We have not pinned down what in the Jupyter process
+#   makes the loop's per-token cost larger; measure with the command line before you quote a
+#   gain. 1.05× or more at 65 kernels is out of reach here,
 #   whatever the code does around the graph: it would need a longer round trip (a slow host) or
 #   a cheaper WHILE iteration.
 # - **The host is free.** One launch per *generation* instead of per token: the CPU time per
