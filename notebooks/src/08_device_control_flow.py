@@ -222,11 +222,10 @@ ax = plot.bars({f"{row['kernels_per_token']} kernels": row["device_loop_vs_graph
 ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
 ax.set_ylim(0.8, max(1.2, 1.05 * max(row["device_loop_vs_graph"] for row in sweep)))
 plt.show()
-# On the H200 (2026-12-03), from the command line (`python -m labkit bench --decode --by-layers
-# 1 2 4`, two runs): 1.045× and 1.12× at 20 kernels, 1.05× and 1.06× at 35, 1.03× and 1.04× at
-# 65, with R 6-8 µs and W 3-4.4 µs. Inside a Jupyter kernel the same sweep gave 0.99-1.00× at
-# every size (W 5.6-5.9 µs, R 5.3-5.7). The claim is the large step's: there the gain stays
-# small either way; a tenth leaves room for the host's drift.
+# On the H200, from the command line (`python -m labkit bench --decode --by-layers 1 2 4`,
+# four runs on 2026-12-03/04): 1.045-1.12× at 20 kernels, 1.05-1.06× at 35, 1.03-1.05× at 65,
+# with R 6-9 µs and W 3-4.5 µs. This notebook under Jupyter on 2026-12-04: 1.10×, 1.05×, 1.04×.
+# The claim is the large step's: there the gain stays small; a tenth leaves room for drift.
 big_step = sweep[-1]
 labkit.expect(abs(big_step["device_loop_vs_graph"] - 1) < 0.1,
               f"at {big_step['kernels_per_token']} kernels per token the device loop is within 10% "
@@ -239,16 +238,22 @@ labkit.expect(abs(big_step["device_loop_vs_graph"] - 1) < 0.1,
 # ### What it gains, honestly
 #
 # - **Tokens/s barely move.** This decoder is GPU-bound, and the round trip the loop removes
-#   (`R`, 6–8 µs on the H200) is only about twice what its WHILE iteration adds (`W`, 3–4 µs). At
-#   65 kernels per token the loop measured 1.03–1.04× one graph per token on the H200, at 20
+#   (`R`, 6–9 µs on the H200) is only about twice what its WHILE iteration adds (`W`, 3–4.5 µs).
+#   At 65 kernels per token the loop measured 1.03–1.05× one graph per token on the H200, at 20
 #   kernels 1.05–1.12× (the round trip varies with the host's state), and the ceiling `R / W` is
-#   about 2× for a step that does nothing. Those are command-line runs; run inside this
-#   notebook's Jupyter kernel on the H200, the sweep above measured a larger `W` (5.6–5.9 µs)
-#   and no gain at any size (0.99–1.00×). We have not pinned down what in the Jupyter process
-#   makes the loop's per-token cost larger; measure with the command line before you quote a
-#   gain. 1.05× or more at 65 kernels is out of reach here,
-#   whatever the code does around the graph: it would need a longer round trip (a slow host) or
-#   a cheaper WHILE iteration.
+#   about 2× for a step that does nothing. (One run of this notebook on 2026-12-03 measured
+#   0.99–1.00× at every size; no later run, inside Jupyter or from the command line, repeated it:
+#   measure a few times before you quote a gain this small.)
+# - **Where `W` goes.** Timed with CUDA events on the H200, a WHILE iteration adds about 2.3 µs
+#   of GPU time to the step. The rest of `W`, about 1.4 µs per token of a 185-token generation,
+#   is the host waking up: the sleeping wait (`cudaEventBlockingSync`) returns about 250 µs after
+#   the GPU finishes, a spinning wait about 70 µs, but spinning burns the CPU the loop was meant
+#   to free. Two decode steps per WHILE iteration halve the iteration's share (2.3 → 1.4 µs per
+#   token) and lifted the 65-kernel gain by about 0.01 (1.03 → 1.04× and 1.04 → 1.05× in two
+#   runs), at a price: a step after the
+#   end-of-sequence token runs for nothing, and the buffers need room for it. So 1.05× or more
+#   at 65 kernels is within noise of the best this GPU and host can do; a slower host (a longer
+#   `R`) or a shorter step is where the loop pulls ahead.
 # - **The host is free.** One launch per *generation* instead of per token: the CPU time per
 #   token drops from a spinning wait per token to one launch and one wake-up shared by all the
 #   generation's tokens (a few µs per token here, less the longer the generation), and a busy or slow
@@ -268,8 +273,9 @@ labkit.expect(abs(big_step["device_loop_vs_graph"] - 1) < 0.1,
 # - A graph per token still leaves the host deciding between tokens; a conditional node moves
 #   that decision to the GPU (`set_condition` in a kernel).
 # - WHILE, IF, IF/ELSE and SWITCH bodies are ordinary graphs: capture into them or add nodes.
-# - A whole generation in one launch frees the host and stops exactly at EOS; it adds ~3 µs
-#   per iteration and gains little tokens/s when the GPU is the bottleneck.
+# - A whole generation in one launch frees the host and stops exactly at EOS; it adds ~2.3 µs
+#   of GPU time per iteration (plus one wake-up per generation) and gains little tokens/s when
+#   the GPU is the bottleneck.
 
 # %% [markdown]
 # ## Exercise: a countdown loop
