@@ -224,7 +224,10 @@ def frees_held():
     ctx = _held_ctx
     if ctx is not None:
         err, cur = driver.cuCtxGetCurrent()
-        if int(err) or int(cur) != int(ctx.handle) or ctx.device.primary_context is not ctx:
+        try:
+            if int(err) or int(cur) != int(ctx.handle) or ctx.device.primary_context is not ctx:
+                ctx = None
+        except ReferenceError:        # numba's device object is gone with its context
             ctx = None
     if ctx is None:
         ctx = _held_ctx = _numba.current_context()
