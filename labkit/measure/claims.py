@@ -21,12 +21,13 @@ unfamiliar machine in learner mode and read off which claims flipped.
 """
 from __future__ import annotations
 
+import functools
 import html
 import json
 import os
 import time
 
-__all__ = ["expect", "ClaimFailed", "mode"]
+__all__ = ["expect", "claim", "ClaimFailed", "mode"]
 
 MODES = ("strict", "learner")
 
@@ -128,3 +129,29 @@ def _show_note(claim: str, measured: str, why: str, look: str) -> None:
         display(note)
     else:
         print(repr(note))
+
+
+def claim(text: str, *, why: str, look: str = ""):
+    """Make a course claim from a function that returns ``(holds, measured)``.
+
+    The words (the claim, why it may not hold, what to look at) live beside the test, in the
+    course code (``labkit.course.claims.nbNN``), so a learner's cell is one short call that
+    returns nothing::
+
+        @claim("a graph is much cheaper per kernel than eager launches",
+               why="kernels here take longer than a launch", look="the per-kernel plot")
+        def graph_cheaper_per_kernel(eager_us, graph_us):
+            return eager_us > 5 * graph_us, f"eager {eager_us:.1f} µs, graph {graph_us:.2f} µs"
+
+    The wrapped function checks the claim with `expect` and returns ``None``, so the cell shows
+    no stray ``True``. ``wrapper.words`` holds the three texts (for documentation and tests).
+    """
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs) -> None:
+            holds, measured = fn(*args, **kwargs)
+            expect(holds, text, measured=measured, why=why, look=look)
+
+        wrapper.words = {"claim": text, "why": why, "look": look}
+        return wrapper
+    return decorate
