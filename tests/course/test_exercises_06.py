@@ -1,7 +1,9 @@
 """Notebook 06's exercise check accepts the solution and rejects plausible wrong answers."""
+import numpy as np
 import pytest
 
 import labkit
+from labkit import check, rt
 from labkit.course.exercises import nb06
 from labkit.course.workloads import add_one
 from tests.notebook_sources import run_cell
@@ -21,13 +23,15 @@ def test_check_accepts_one_sync_at_the_end():
 def test_the_notebooks_check_cell_passes_the_solution_and_fails_the_starter(capsys):
     with labkit.Stream() as s:
         run_cell("06", "check", _notebooks("solution", s))
-        with pytest.raises(AssertionError, match=r"^your function takes .* still a wait"):
+        with pytest.raises(AssertionError, match=r"^your function still waits for the GPU over and "
+                                                 r"over: 20 synchronizations and 20 copies"):
             run_cell("06", "check", _notebooks("starter", s))
 
 
 def test_check_rejects_the_unchanged_loop():
     with labkit.Stream() as s:
-        with pytest.raises(AssertionError, match=r"^your function takes .* still a wait"):
+        with pytest.raises(AssertionError, match=r"^your function still waits for the GPU over and "
+                                                 r"over: 20 synchronizations and 20 copies"):
             nb06.check_fewer_syncs(nb06.slow_update, s)
 
 
@@ -50,8 +54,62 @@ def test_check_rejects_keeping_a_sync_after_every_kernel():
 
     with labkit.Stream() as s:
         with pytest.raises(AssertionError,
-                           match=r"^your function still synchronizes after every kernel \(20 "):
+                           match=r"^your function still waits for the GPU over and over: 20 "
+                                 r"synchronizations for 20 kernels .*A synchronize, through labkit "
+                                 r"or the raw runtime alike, holds the CPU"):
             nb06.check_fewer_syncs(sync_each, s)
+
+
+def test_check_rejects_a_raw_runtime_synchronize_after_every_kernel():
+    # the same wait, called through labkit.rt instead of Stream.synchronize: issue 27 found it passing
+    def raw_sync_each(x, stream):
+        for _ in range(nb06.N_KERNELS):
+            add_one[4, 256, stream](x)
+            check(rt.cudaStreamSynchronize(stream.handle), "cudaStreamSynchronize")
+
+    with labkit.Stream() as s:
+        with pytest.raises(AssertionError,
+                           match=r"^your function still waits for the GPU over and over: 20 "
+                                 r"synchronizations for 20 kernels"):
+            nb06.check_fewer_syncs(raw_sync_each, s)
+
+
+def test_check_rejects_keeping_the_copy_to_the_host_after_every_kernel():
+    # the synchronize dropped but the "progress" copy kept: faster than the original, and a wait
+    # after every kernel all the same (issue 27 found it passing)
+    def copy_each(x, stream):
+        for _ in range(nb06.N_KERNELS):
+            add_one[4, 256, stream](x)
+            x.copy_to_host()
+        stream.synchronize()
+
+    with labkit.Stream() as s:
+        with pytest.raises(AssertionError,
+                           match=r"^your function still waits for the GPU over and over: 1 "
+                                 r"synchronization and 20 copies to the host for 20 kernels .*"
+                                 r"A copy to the host is a wait too"):
+            nb06.check_fewer_syncs(copy_each, s)
+
+
+def test_the_wait_messages_do_not_give_the_answer_away():
+    def sync_each(x, stream):
+        for _ in range(nb06.N_KERNELS):
+            add_one[4, 256, stream](x)
+            stream.synchronize()
+
+    with labkit.Stream() as s:
+        with pytest.raises(AssertionError) as err:
+            nb06.check_fewer_syncs(sync_each, s)
+    assert "synchronize once" not in str(err.value) and "at the end" not in str(err.value)
+
+
+def test_counting_waits_restores_what_it_wrapped():
+    with labkit.Stream() as s:
+        x = labkit.to_device(np.zeros(4, np.float32))
+        before = (rt.cudaStreamSynchronize, rt.cudaMemcpy, type(x).copy_to_host)
+        waits = nb06.waits_in_one_call(lambda x, st: (st.synchronize(), x.copy_to_host()), x, s)
+        assert (rt.cudaStreamSynchronize, rt.cudaMemcpy, type(x).copy_to_host) == before
+    assert waits == {"sync": 1, "copy": 1}
 
 
 def test_check_counts_one_sync_for_the_solution():
