@@ -2,10 +2,11 @@
 
 A graph bakes its shapes in. A server whose batch size changes from request to request either
 captures one graph per shape (`GraphCache` without buckets), or pads each request up to the next
-of a few captured sizes, as vLLM's capture sizes do (`GraphCache` with ``buckets``). A graph
-whose parameters change each step but whose shape does not is kept current with
-`UpdatingGraph`, llama.cpp's strategy: try ``cudaGraphExecUpdate``; when it fails, instantiate
-again; after repeated failures stop trying the update.
+of a few captured sizes, as vLLM's capture sizes do (`GraphCache` with ``buckets``). A step whose
+graph changes now and then is kept current with `UpdatingGraph`, by llama.cpp's rule: replay
+while the step is unchanged; capture a changed step again and update the executable
+(``cudaGraphExecUpdate``), or instantiate where the update fails; after several changed steps in a
+row run eagerly, and use graphs again once the step is stable.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import bisect
 import math
 from collections import OrderedDict
 
+from ._capture import capture
 from ._graph import Graph, GraphExec
 from ._streams import Stream
 
@@ -183,49 +185,95 @@ class GraphCache:
 
 
 class UpdatingGraph:
-    """One executable kept current with freshly captured graphs: update, else re-instantiate.
+    """One step's graph kept current, with llama.cpp's rule for a graph that keeps changing.
 
-    `refresh` takes each new `labkit.Graph` (it owns it from then on). It tries
-    ``GraphExec.update``; on failure (a topology change) it instantiates the new graph instead,
-    and after ``max_failures`` failed updates in a row it stops trying updates and always
-    re-instantiates (an update that keeps failing only adds its own cost).
+    Each step calls ``run(record, key, stream)``. ``record(stream)`` submits the step's work, the
+    same code eagerly and inside a capture; ``key`` (hashable) says what the step's graph depends
+    on, its shapes and buffers, as llama.cpp compares the properties of its nodes before deciding:
+    equal keys promise equal graphs, so a step whose key did not change is replayed without
+    capturing anything.
+
+    A step whose key changed is captured again, and the executable is updated from the new graph
+    (``cudaGraphExecUpdate``), or the new graph instantiated where the update fails (another
+    topology). Capturing from Python costs about what launching the same kernels eagerly costs,
+    so a graph that changes at every step is dearer than no graph at all. The rule: count the
+    consecutive steps whose key changed; through ``max_changed`` of them keep capturing; from the
+    next one on run the step eagerly, capturing nothing; as soon as a step repeats the previous
+    step's key (the graph is stable again), capture it and use graphs again.
+
+    llama.cpp's CUDA backend counted consecutive graph updates the same way and, after 4, stopped
+    using CUDA graphs (for good in its 2024 form; later versions run a changed graph directly and
+    use graphs again once a step comes out unchanged).
+
+    Parameters
+    ----------
+    max_changed : int
+        Consecutive changed steps that are still captured; the next one runs eagerly.
 
     Attributes
     ----------
-    updates, failed_updates, instantiations : int
-    consecutive_failures : int
-    updates_enabled : bool
+    replays, updates, failed_updates, instantiations, eager_steps : int
+        How each step was served so far (a failed update is followed by an instantiation).
+    consecutive_changed : int
+        Steps in a row, up to the last one, whose key differed from the step before.
+    using_graphs : bool
+        Whether the last step ran as a graph.
     """
 
-    def __init__(self, max_failures: int = 4):
-        if int(max_failures) < 1:
-            raise ValueError(f"max_failures must be at least 1, got {max_failures!r}")
-        self.max_failures = int(max_failures)
+    def __init__(self, max_changed: int = 4):
+        if isinstance(max_changed, bool) or int(max_changed) < 1:
+            raise ValueError(f"max_changed must be at least 1, got {max_changed!r}")
+        self.max_changed = int(max_changed)
         self.exec: GraphExec | None = None
         self._graphs: list[Graph] = []     # the graph instantiated from, then the latest update
-        self.updates = self.failed_updates = self.instantiations = 0
-        self.consecutive_failures = 0
-        self.updates_enabled = True
+        self._exec_key = self._last_key = _NO_KEY
+        self.replays = self.updates = self.failed_updates = self.instantiations = 0
+        self.eager_steps = 0
+        self.consecutive_changed = 0
+        self.using_graphs = True
+
+    def run(self, record, key, stream) -> str:
+        """Serve one step; returns how: "replayed", "updated", "instantiated", "reinstantiated"
+        (an update failed, so the new graph was instantiated) or "eager"."""
+        if not callable(record):
+            raise TypeError("record must be a function record(stream) that submits the step's work")
+        hash(key)                                   # a key must be hashable, as a dict key is
+        changed = self._last_key is not _NO_KEY and key != self._last_key
+        self.consecutive_changed = self.consecutive_changed + 1 if changed else 0
+        self._last_key = key
+        self.using_graphs = self.consecutive_changed <= self.max_changed
+        if not self.using_graphs:
+            record(stream)
+            self.eager_steps += 1
+            return "eager"
+        if self.exec is not None and key == self._exec_key:
+            self.exec.launch(stream)
+            self.replays += 1
+            return "replayed"
+        with capture(stream) as cap:
+            record(stream)
+        outcome = self.refresh(cap.graph)
+        self._exec_key = key
+        self.exec.launch(stream)
+        return outcome
 
     def refresh(self, graph: Graph) -> str:
-        """Make the executable match ``graph``: "instantiated", "updated" or "reinstantiated"."""
+        """Make the executable match ``graph`` (which it owns from then on): update it, or
+        instantiate ``graph`` where the update fails. Returns "instantiated" (the first graph),
+        "updated" or "reinstantiated"."""
         if not isinstance(graph, Graph):
             raise TypeError(f"refresh needs a labkit.Graph (cap.graph), got {type(graph).__name__}")
+        self._exec_key = _NO_KEY
         if self.exec is None:
             self._instantiate(graph)
             return "instantiated"
-        if self.updates_enabled:
-            if self.exec.update(graph).ok:
-                self.updates += 1
-                self.consecutive_failures = 0
-                if len(self._graphs) == 2:    # keep the graph whose nodes name the executable's
-                    self._graphs.pop().close()
-                self._graphs.append(graph)
-                return "updated"
-            self.failed_updates += 1
-            self.consecutive_failures += 1
-            if self.consecutive_failures >= self.max_failures:
-                self.updates_enabled = False
+        if self.exec.update(graph).ok:
+            self.updates += 1
+            if len(self._graphs) == 2:    # keep the graph whose nodes name the executable's
+                self._graphs.pop().close()
+            self._graphs.append(graph)
+            return "updated"
+        self.failed_updates += 1
         self._instantiate(graph)
         return "reinstantiated"
 
@@ -236,20 +284,33 @@ class UpdatingGraph:
         self.instantiations += 1
 
     def launch(self, stream):
+        """Launch the executable as it stands (after `refresh`)."""
         if self.exec is None:
-            raise RuntimeError("nothing to launch yet: call refresh(graph) with a captured graph first")
+            raise RuntimeError("nothing to launch yet: call run(record, key, stream) or "
+                               "refresh(graph) with a captured graph first")
         self.exec.launch(stream)
 
     def stats(self) -> dict:
-        return dict(updates=self.updates, failed_updates=self.failed_updates,
-                    instantiations=self.instantiations,
-                    consecutive_failures=self.consecutive_failures,
-                    updates_enabled=self.updates_enabled)
+        """How the steps were served so far, and the state of the rule."""
+        return dict(replays=self.replays, updates=self.updates, failed_updates=self.failed_updates,
+                    instantiations=self.instantiations, eager_steps=self.eager_steps,
+                    consecutive_changed=self.consecutive_changed, using_graphs=self.using_graphs)
 
     def close(self):
+        """Destroy the executable and the graphs kept for it."""
         if self.exec is not None:
             self.exec.close()
             self.exec = None
         for g in self._graphs:
             g.close()
         self._graphs = []
+        self._exec_key = _NO_KEY
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+_NO_KEY = object()     # no step seen yet / no executable for any key

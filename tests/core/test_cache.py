@@ -141,9 +141,17 @@ def _capture_chain(stream, x, k):
     return cap.graph
 
 
-def test_updating_graph_updates_same_topology_and_reinstantiates_on_change(stream):
+def _chain(x, k):
+    """record(stream) for a step of k add_one kernels on x."""
+    def record(stream):
+        for _ in range(k):
+            add_one[GRID, BLOCK, stream](x)
+    return record
+
+
+def test_refresh_updates_same_topology_and_reinstantiates_on_change(stream):
     x, y = (labkit.to_device(np.zeros(N, np.float32)) for _ in range(2))
-    ug = UpdatingGraph(max_failures=2)
+    ug = UpdatingGraph()
     assert ug.refresh(_capture_chain(stream, x, 2)) == "instantiated"
     assert ug.refresh(_capture_chain(stream, y, 2)) == "updated"
     ug.launch(stream)
@@ -153,30 +161,80 @@ def test_updating_graph_updates_same_topology_and_reinstantiates_on_change(strea
     ug.launch(stream)
     stream.synchronize()
     assert np.all(x.copy_to_host() == 3)
-    assert ug.stats() == dict(updates=1, failed_updates=1, instantiations=2,
-                              consecutive_failures=1, updates_enabled=True)
+    assert (ug.updates, ug.failed_updates, ug.instantiations) == (1, 1, 2)
     ug.close()
 
 
-def test_updating_graph_stops_trying_updates_after_repeated_failures(stream):
+def test_an_unchanged_step_is_replayed_without_capturing(stream):
     x = labkit.to_device(np.zeros(N, np.float32))
-    ug = UpdatingGraph(max_failures=2)
-    ug.refresh(_capture_chain(stream, x, 1))
-    assert [ug.refresh(_capture_chain(stream, x, k)) for k in (2, 3, 3, 3)] == ["reinstantiated"] * 4
-    # two failures in a row switched updates off: the later same-topology graphs were not tried
-    assert ug.failed_updates == 2 and ug.updates == 0 and not ug.updates_enabled
-    assert ug.instantiations == 5
-    ug.close()
+    captured = []
+
+    def record(st):
+        captured.append(st.is_capturing())
+        add_one[GRID, BLOCK, st](x)
+
+    with UpdatingGraph() as ug:
+        assert [ug.run(record, "one kernel", stream) for _ in range(4)] == (
+            ["instantiated"] + ["replayed"] * 3)
+        stream.synchronize()
+    assert captured == [True]                  # recorded once, inside the capture; never eager
+    assert np.all(x.copy_to_host() == 4)
 
 
-def test_a_success_resets_the_failure_count(stream):
+def test_a_changed_step_is_captured_again_and_the_executable_updated_or_reinstantiated(stream):
+    x, y = (labkit.to_device(np.zeros(N, np.float32)) for _ in range(2))
+    with UpdatingGraph() as ug:
+        out = [ug.run(_chain(buf, k), (id(buf), k), stream)
+               for buf, k in ((x, 2), (y, 2), (y, 2), (y, 3))]
+        stream.synchronize()
+        assert out == ["instantiated", "updated", "replayed", "reinstantiated"]
+        assert ug.stats() == dict(replays=1, updates=1, failed_updates=1, instantiations=2,
+                                  eager_steps=0, consecutive_changed=1, using_graphs=True)
+    assert np.all(x.copy_to_host() == 2) and np.all(y.copy_to_host() == 7)
+
+
+def test_after_max_changed_consecutive_changes_steps_run_eagerly_until_one_repeats(stream):
+    # llama.cpp's rule: count the steps in a row whose graph changed; past the limit run eager,
+    # capture nothing; graph again once a step repeats the one before
     x = labkit.to_device(np.zeros(N, np.float32))
-    ug = UpdatingGraph(max_failures=2)
-    ug.refresh(_capture_chain(stream, x, 1))
-    outcomes = [ug.refresh(_capture_chain(stream, x, k)) for k in (2, 2, 3, 3)]
-    assert outcomes == ["reinstantiated", "updated", "reinstantiated", "updated"]
-    assert ug.updates_enabled and ug.consecutive_failures == 0
-    ug.close()
+    ks = [2, 3, 2, 3, 2, 3, 3, 3, 2]
+    with UpdatingGraph(max_changed=2) as ug:
+        out = [ug.run(_chain(x, k), k, stream) for k in ks]
+        stream.synchronize()
+        assert out == ["instantiated", "reinstantiated", "reinstantiated",   # changes 1 and 2
+                       "eager", "eager", "eager",                            # changes 3, 4, 5
+                       "reinstantiated", "replayed",                         # 3 again: stable
+                       "reinstantiated"]                                     # change 1 of a new run
+        assert ug.eager_steps == 3 and ug.consecutive_changed == 1 and ug.using_graphs
+    assert np.all(x.copy_to_host() == sum(ks))     # every step ran its own kernels, eager or not
+
+
+def test_eager_steps_capture_nothing(stream):
+    x = labkit.to_device(np.zeros(N, np.float32))
+    seen = []
+
+    def record_k(k):
+        def record(st):
+            seen.append((k, st.is_capturing()))
+            add_one[GRID, BLOCK, st](x)
+        return record
+
+    with UpdatingGraph(max_changed=1) as ug:
+        for k in (1, 2, 3):
+            ug.run(record_k(k), k, stream)
+        stream.synchronize()
+    assert seen == [(1, True), (2, True), (3, False)]
+
+
+@pytest.mark.parametrize("bad", [0, -1, True])
+def test_updating_graph_refuses_a_max_changed_below_one(bad):
+    with pytest.raises(ValueError, match=r"^max_changed must be at least 1"):
+        UpdatingGraph(max_changed=bad)
+
+
+def test_updating_graph_refuses_an_unhashable_key(stream):
+    with UpdatingGraph() as ug, pytest.raises(TypeError, match=r"unhashable"):
+        ug.run(lambda st: None, [1, 2], stream)
 
 
 def test_updating_graph_refuses_launch_before_refresh(stream):
