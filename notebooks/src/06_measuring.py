@@ -48,9 +48,10 @@ stream = labkit.Stream()
 # the later ones separately with `labkit.host_us`.
 #
 # The kernel below is new to this process, so on a GPU its first call includes the compilation
-# and comes out many times dearer than a steady one. The simulator compiles nothing (the kernel's
-# Python is never compiled there), so on it the first request differs from the steady ones only
-# by the first-use costs it models, if any: read the two figures, not an expected ratio.
+# and comes out many times dearer than a steady one. The simulator does not compile the kernel;
+# how much dearer its first request comes out depends on the first-use costs its host model
+# charges. Either way, read your own two figures: the first request is never a sample of the
+# steady state.
 
 # %%
 def _bump_ref(grid, block, x):
