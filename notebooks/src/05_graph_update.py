@@ -530,7 +530,7 @@ fig, axes = plt.subplots(1, 3, figsize=(14, 4.9), sharey=True)   # one time axis
 for ax, (name, row) in zip(axes, per_step.items()):
     plot.bars(row, ax=ax, ylabel="time per step (µs)", title=name, provenance="")
 fig.suptitle(f"A step of {K_STEP} or {K_STEP + 1} kernels, {STEPS} steps, served three ways\n"
-             f"{labkit.provenance()}")
+             f"{labkit.provenance()}", y=1.06)
 plt.show()
 every = per_step["changes every step"]
 claims.graph_wins_on_a_stable_step(per_step["stable"]["llama.cpp's rule"].median,
