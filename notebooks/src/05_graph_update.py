@@ -59,7 +59,7 @@ from labkit.course.exercises import nb05 as ex05
 SZ = workloads.sizes()
 REPEAT, WARMUP = SZ["repeat"], SZ["warmup"]
 GRAPH_SIZES = [1, 10, 100, 1000]          # nodes, for the cost of each update strategy
-N_REQUESTS = SZ["requests"]               # requests in the served stream (section 7)
+N_REQUESTS = SZ["requests"]               # requests in the served stream (section 8)
 
 N, GRID, BLOCK = 1024, 4, 256
 H2D = rt.cudaMemcpyKind.cudaMemcpyHostToDevice
@@ -464,7 +464,9 @@ reference.note("05")
 #   (`cudaGraphExecUpdate`), or instantiate when the update fails;
 # - **changed several steps in a row** (4 in llama.cpp): stop capturing and run the step eagerly,
 #   since from there on every capture costs about an eager run *plus* the update or the
-#   instantiation. Once a step comes out unchanged again, use graphs again.
+#   instantiation. Once a step comes out unchanged again, use graphs again. (llama.cpp's first
+#   form of the rule turned graphs off for good after 4; its current form runs every changed
+#   step eagerly and graphs it again once it repeats.)
 #
 # `UpdatingGraph(max_changed=4)` is that rule. Each step calls `ug.run(record, key, stream)`:
 # `record(stream)` submits the step's work (the same function eagerly and inside a capture), and

@@ -181,8 +181,8 @@ print(f"mean service: eager {mean_service['eager']:.0f} µs, graph {mean_service
 #
 # The table's columns: **p50/p95/p99**, latency percentiles (µs); **req/s**, requests served per
 # second of the replay; **busy**, the share of the replay the worker spends serving (its
-# utilization: its wall time, including the wait in `cudaStreamSynchronize`, which spins by
-# default, so the core is busy for all of it); **CPU(launch)**, the share one core spends
+# utilization: its wall time, including the wait in `cudaStreamSynchronize`, which by default
+# usually spins, so the core is busy for all of it); **CPU(launch)**, the share one core spends
 # submitting work, in CPU time (`timing.wall_and_cpu`).
 
 # %% tags=["key-figure"]
