@@ -543,8 +543,8 @@ claims.rule_beats_recapturing_every_step(every["llama.cpp's rule"].median,
 
 # %% [markdown]
 # Read the three panels on their shared axis. A stable step is the graph's home ground: one
-# capture, then replays, far below eager. A change now and then costs one capture per change and
-# hardly shows. A step that changes every time is where capturing stops paying: each step pays a
+# capture, then replays, far below eager. A change now and then costs one capture per change: a
+# little above the stable case, still far below eager. A step that changes every time is where capturing stops paying: each step pays a
 # capture (about an eager run) plus an instantiation, so re-capturing every change costs more
 # than not using graphs at all, while the rule gives up after four changes and costs about what
 # eager costs.
@@ -555,8 +555,8 @@ claims.rule_beats_recapturing_every_step(every["llama.cpp's rule"].median,
 # %% [markdown]
 # ## 8. Shapes that vary: a cache of graphs
 #
-# A server's batch size changes from request to request, and each size is another topology (the
-# grid) or other scalars. Capturing every request anew would cost what section 7 just showed, so
+# A server's batch size changes from request to request, and each size is another graph (another
+# launch shape, other scalars, other copy sizes). Capturing every request anew would cost what section 7 just showed, so
 # servers keep **one executable per shape** and pick the right one per request.
 # `labkit.GraphCache(build, buckets=None, max_entries=None)` does that:
 #
