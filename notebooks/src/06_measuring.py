@@ -365,8 +365,8 @@ plot.bars({"long: eager": le, "long: graph": lg, "1 kernel: eager": oe, "1 kerne
 #
 # A drift like that cannot hide a gap of ten times or more: eager against a graph (06-3) comes
 # out the same way however the host moves. It matters when two versions are close, and most
-# changes you will want to judge are close: a synchronize removed, a copy moved, two kernels fused. So take
-# the close pair from 06-3: the 50-kernel chain with a synchronize after each kernel, against the
+# changes you will want to judge are close: a synchronize removed, a copy moved, two kernels
+# fused. So take the close pair from 06-3: the 50-kernel chain with a synchronize after each kernel, against the
 # same chain with one synchronize at the end (the printed ratio below says how close). Both are
 # paced by the host (numba's launch, and the synchronize's round trip), so a host that slows down
 # slows both. A slow stretch that falls on one version only can shrink the gap, widen it, or, if
