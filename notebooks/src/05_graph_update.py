@@ -544,10 +544,10 @@ claims.rule_beats_recapturing_every_step(every["llama.cpp's rule"].median,
 # %% [markdown]
 # Read the three panels on their shared axis. A stable step is the graph's home ground: one
 # capture, then replays, far below eager. A change now and then costs one capture per change: a
-# little above the stable case, still far below eager. A step that changes every time is where capturing stops paying: each step pays a
-# capture (about an eager run) plus an instantiation, so re-capturing every change costs more
-# than not using graphs at all, while the rule gives up after four changes and costs about what
-# eager costs.
+# little above the stable case, still far below eager. A step that changes every time is where
+# capturing stops paying: each step pays a capture (about an eager run) plus an instantiation, so
+# re-capturing every change costs more than not using graphs at all, while the rule gives up after
+# four changes and costs about what eager costs.
 #
 # **Takeaway:** replay while the step repeats; when it keeps changing, run it eagerly, and come
 # back to graphs when it settles.
@@ -556,9 +556,9 @@ claims.rule_beats_recapturing_every_step(every["llama.cpp's rule"].median,
 # ## 8. Shapes that vary: a cache of graphs
 #
 # A server's batch size changes from request to request, and each size is another graph (another
-# launch shape, other scalars, other copy sizes). Capturing every request anew would cost what section 7 just showed, so
-# servers keep **one executable per shape** and pick the right one per request.
-# `labkit.GraphCache(build, buckets=None, max_entries=None)` does that:
+# launch shape, other scalars, other copy sizes). Capturing every request anew would cost what
+# section 7 just showed, so servers keep **one executable per shape** and pick the right one per
+# request. `labkit.GraphCache(build, buckets=None, max_entries=None)` does that:
 #
 # - `build(size, stream)` captures the work for one size and returns the graph;
 # - without `buckets`, every distinct batch size gets its own graph (*exact shapes*), captured the

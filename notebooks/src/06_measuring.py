@@ -363,14 +363,14 @@ plot.bars({"long: eager": le, "long: graph": lg, "1 kernel: eager": oe, "1 kerne
 # the same machine with the same code, while the GPU's own work hardly moves. Measure version A
 # for a minute, then version B, and the drift lands on one side only.
 #
-# A drift like that cannot hide a gap of ten times or more: eager against a graph (06-3) comes
-# out the same way however the host moves. It matters when two versions are close, and most
-# changes you will want to judge are close: a synchronize removed, a copy moved, two kernels
-# fused. So take the close pair from 06-3: the 50-kernel chain with a synchronize after each kernel, against the
-# same chain with one synchronize at the end (the printed ratio below says how close). Both are
-# paced by the host (numba's launch, and the synchronize's round trip), so a host that slows down
-# slows both. A slow stretch that falls on one version only can shrink the gap, widen it, or, if
-# it is large enough, turn it round.
+# A drift like that cannot hide a gap of ten times or more: eager against a graph (06-3) comes out
+# the same way however the host moves. It matters when two versions are close, and most changes
+# you will want to judge are close: a synchronize removed, a copy moved, two kernels fused. So
+# take the close pair from 06-3: the 50-kernel chain with a synchronize after each kernel, against
+# the same chain with one synchronize at the end (the printed ratio below says how close). Both
+# are paced by the host (numba's launch, and the synchronize's round trip), so a host that slows
+# down slows both. A slow stretch that falls on one version only can shrink the gap, widen it, or,
+# if it is large enough, turn it round.
 #
 # **(a) The naive way:** all of one version's samples, then all of the other's.
 
