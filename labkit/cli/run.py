@@ -266,8 +266,9 @@ def report_page(results: list[Result], device: str) -> str:
     failed = sum(r.status != "ok" for r in results)
     total = sum(r.seconds for r in results)
     return (f"# Build report\n\n"
-            f"This site was built by `python -m labkit run`: {len(results) - failed} notebooks "
-            f"ran, {failed} failed, in {total:.0f} s of execution. Backend / device: {device}.\n\n"
+            f"This site was built by `python -m labkit run`: {len(results) - failed} of "
+            f"{len(results)} notebooks ran through, {failed} failed, in {total:.0f} s of "
+            f"execution. Backend / device: {device}.\n\n"
             f"```{{raw}} html\n{status_table(results, device)}\n```\n")
 
 
