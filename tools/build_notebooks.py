@@ -11,8 +11,8 @@ cells carry their role as tags:
 - no role: in both notebooks.
 
 The course's GitHub address is configuration, read at build time from pyproject.toml's
-``[project.urls] Repository`` (``https://github.com/OWNER/NAME``). When it is set, every notebook
-opens with its "Open in Colab" badge and the one ``%pip install`` line its Colab runtime needs,
+``[project.urls] Repository`` (``https://github.com/<owner>/<name>``). When it is set, every
+notebook opens with its "Open in Colab" badge and the one ``%pip install`` line its Colab runtime needs,
 and notebook 00 gets a first code cell that installs the course in Colab (and does nothing
 elsewhere). When it is unset, the notebooks carry neither: no page shows a placeholder address.
 Sources carry no address: a badge line opening a source's first cell, or a Colab install cell,
@@ -68,12 +68,12 @@ else:
 
 
 def course_repo(pyproject: Path = PYPROJECT) -> str | None:
-    """``OWNER/NAME`` from pyproject.toml's ``[project.urls] Repository``; None when unset.
+    """``<owner>/<name>`` from pyproject.toml's ``[project.urls] Repository``; None when unset.
 
     Raises
     ------
     SourceError
-        When it is set but is not a ``https://github.com/OWNER/NAME`` address.
+        When it is set but is not a ``https://github.com/<owner>/<name>`` address.
     """
     try:
         import tomllib
@@ -86,7 +86,7 @@ def course_repo(pyproject: Path = PYPROJECT) -> str | None:
     m = GITHUB_URL.match(url.strip())
     if not m:
         raise SourceError(f"pyproject.toml: [project.urls] Repository = {url!r} is not a GitHub "
-                          "address; write https://github.com/OWNER/NAME (Colab and pip install "
+                          "address; write https://github.com/<owner>/<name> (Colab and pip install "
                           "from it), or remove it to build the notebooks without a Colab badge")
     return m.group(1)
 
@@ -211,7 +211,7 @@ def targets(source: Path) -> dict[str, Path]:
 
 def build(nb: nbformat.NotebookNode, role: str, target: Path, repo: str | None = None) -> str:
     """The text of the ``role`` notebook built from source ``nb``, as it is committed; with
-    the Colab badge and install line of the course's repository ``repo`` (``OWNER/NAME``)."""
+    the Colab badge and install line of the course's repository ``repo`` (``<owner>/<name>``)."""
     out = nbformat.v4.new_notebook()
     out.metadata["kernelspec"] = dict(KERNELSPEC)
     out.metadata["language_info"] = {"name": "python"}

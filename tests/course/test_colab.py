@@ -41,7 +41,7 @@ def test_a_repository_url_that_is_not_githubs_is_refused_naming_the_form(tmp_pat
     urls = '[project.urls]\nRepository = "https://gitlab.com/someone/lab"\n'
     with pytest.raises(tool.SourceError, match=r"^pyproject.toml: \[project.urls\] Repository = "
                                                r"'https://gitlab.com/someone/lab' is not a GitHub "
-                                               r"address; write https://github.com/OWNER/NAME"):
+                                               r"address; write https://github.com/<owner>/<name>"):
         tool.course_repo(_pyproject(tmp_path, urls))
 
 
