@@ -12,9 +12,9 @@ cells carry their role as tags:
 
 The course's GitHub address is configuration, read at build time from pyproject.toml's
 ``[project.urls] Repository`` (``https://github.com/<owner>/<name>``). When it is set, every
-notebook opens with its "Open in Colab" badge and the one ``%pip install`` line its Colab runtime needs,
-and notebook 00 gets a first code cell that installs the course in Colab (and does nothing
-elsewhere). When it is unset, the notebooks carry neither: no page shows a placeholder address.
+notebook opens with its "Open in Colab" badge and the one ``%pip install`` line its Colab
+runtime needs, and notebook 00 gets a first code cell that installs the course in Colab (and
+does nothing elsewhere). When it is unset, the notebooks carry neither: no page shows a placeholder address.
 Sources carry no address: a badge line opening a source's first cell, or a Colab install cell,
 is left out and made again from the configuration; any other GitHub address of the course in a
 source is refused.
