@@ -1,5 +1,10 @@
 """Write the maintainers' measurements document from its data: ``python tools/measurements_doc.py [--check]``.
 
+``python tools/measurements_doc.py --draft BENCH.json [BENCH.json ...]`` (on the GPU host, after
+``tools/gpu_check.sh``) writes a new run's file from the JSON lines of ``python -m labkit bench
+--json``, one per repeat: ranges over the repeats, the GPU, today's date and the installed
+versions. Read it, add notes, then render the document.
+
 The GPU results the project stands behind are small JSON files, one per GPU run, in
 ``docs/measurements/``. This tool renders them, newest run first, into ``docs/measurements.md``;
 never edit that file by hand. ``--check`` writes nothing and exits 1 when the document differs
@@ -21,7 +26,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import re
 import sys
+from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,6 +159,92 @@ def render(runs: list[dict]) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+# What a draft takes from ``labkit bench --json``: (key, what, unit); "a.b" is b inside a.
+BENCH = [
+    ("eager_us_per_kernel", "numba eager launch", "µs per kernel"),
+    ("prepared_us_per_kernel", "prepared launch (labkit.prepare)", "µs per kernel"),
+    ("graph_us_per_kernel", "graph replay", "µs per kernel"),
+    ("graph_launch_us", "one cudaGraphLaunch of the chain's graph (host)", "µs"),
+    ("capture_us", "the chain captured", "µs"),
+    ("explicit_build_us", "the chain built node by node", "µs"),
+    ("instantiate_us", "instantiate", "µs"),
+    ("first_launch_us", "first launch after instantiate", "µs"),
+    ("exec_update_us", "cudaGraphExecUpdate", "µs"),
+    ("node_update_us", "KernelNode update", "µs"),
+    ("raw_node_update_us", "cuGraphExecKernelNodeSetParams with the same block", "µs"),
+    ("breakeven_replays", "break-even", "replays"),
+    ("wrapper.ratio", "GraphExec.launch against a bare cudaGraphLaunch", "×"),
+    ("wrapper.kernel_launch_ratio", "@labkit.kernel launch against numba's bare launch", "×"),
+]
+VERSIONS = ("numba", "numba-cuda", "cuda-bindings", "cuda-core", "cupti-python", "numpy")
+
+
+def _round(x: float) -> float:
+    return float(f"{x:.3g}")
+
+
+def draft(bench_files: list[Path], folder: Path = DATA, today: datetime.date | None = None) -> Path:
+    """Write a new run's file from ``labkit bench --json`` outputs (one per repeat); its path.
+
+    Raises
+    ------
+    DataError
+        When an output is the simulator's, the outputs come from different devices, or the
+        run's file already exists.
+    """
+    benches = []
+    for path in bench_files:
+        lines = [ln for ln in Path(path).read_text(encoding="utf-8").splitlines() if ln.strip()]
+        try:
+            benches.append(json.loads(lines[-1]))
+        except (IndexError, json.JSONDecodeError):
+            raise DataError(f"{path}: its last line is not the JSON of `python -m labkit bench "
+                            "--json`") from None
+    for path, bench in zip(bench_files, benches):
+        if bench.get("backend") != "cuda":
+            raise DataError(f"{path}: measured on the {bench.get('backend')!r} backend; only a "
+                            "real GPU's figures are measurements (LABKIT_BACKEND=cuda)")
+    devices = {b.get("device") for b in benches}
+    if len(devices) != 1:
+        raise DataError(f"the outputs come from {sorted(map(str, devices))}: draft one GPU at a time")
+    gpu = devices.pop()
+    today = today or datetime.date.today()
+    results = []
+    for key, what, unit in BENCH:
+        values = []
+        for bench in benches:
+            value = bench
+            for part in key.split("."):
+                value = value.get(part) if isinstance(value, dict) else None
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                values.append(_round(value))
+        if values:
+            low, high = min(values), max(values)
+            results.append({"what": what, "value": low if low == high else [low, high],
+                            "unit": unit})
+    software = {}
+    for dist in VERSIONS:
+        try:
+            software[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
+    software["python"] = ".".join(map(str, sys.version_info[:3]))
+    kernels = benches[0].get("kernels", "?")
+    run = {"schema": SCHEMA, "title": "The chain benchmark", "date": today.isoformat(),
+           "gpu": gpu, "software": software,
+           "command": "python -m labkit bench --json" + (" --wrapper" if "wrapper" in benches[0]
+                                                          else ""),
+           "workload": f"add_one over 1024 float32 (grid 4 x 256), {kernels} kernels back to back",
+           "repeats": len(benches), "results": results}
+    validate(run, "draft")
+    slug = re.sub(r"[^a-z0-9]+", "-", gpu.lower().removeprefix("nvidia ")).strip("-")
+    target = folder / f"{slug}-{today.isoformat()}-bench.json"
+    if target.exists():
+        raise DataError(f"{target.name} exists already: rename it, or edit it by hand")
+    target.write_text(json.dumps(run, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return target
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write (or with ``--check`` compare) ``docs/measurements.md``; 0 when it matches."""
     parser = argparse.ArgumentParser(prog="python tools/measurements_doc.py",
@@ -159,7 +252,19 @@ def main(argv: list[str] | None = None) -> int:
                                                  "docs/measurements.md.")
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if docs/measurements.md is not up to date")
+    parser.add_argument("--draft", nargs="+", type=Path, metavar="BENCH_JSON",
+                        help="write a new run's file from `python -m labkit bench --json` "
+                             "outputs (one per repeat) into docs/measurements/, then stop")
     args = parser.parse_args(argv)
+    if args.draft:
+        try:
+            target = draft(args.draft)
+        except DataError as exc:
+            print(f"measurements_doc: {exc}", file=sys.stderr)
+            return 2
+        print(f"wrote {target.relative_to(ROOT) if target.is_relative_to(ROOT) else target}: "
+              "check it, add notes, then run `python tools/measurements_doc.py`")
+        return 0
     try:
         text = render(load())
     except DataError as exc:

@@ -66,3 +66,35 @@ def test_check_mode_fails_on_a_stale_document(tmp_path, monkeypatch, capsys):
     assert tool.main(["--check"]) == 1
     assert "run `python tools/measurements_doc.py`" in capsys.readouterr().err
     assert tool.main([]) == 0 and tool.main(["--check"]) == 0
+
+
+def _bench(tmp_path, name, backend="cuda", eager=16.2, device="NVIDIA H200"):
+    path = tmp_path / name
+    line = {"backend": backend, "device": device, "kernels": 200, "eager_us_per_kernel": eager,
+            "graph_us_per_kernel": 0.91, "wrapper": {"ratio": 1.02}}
+    path.write_text("µs per kernel ...\n" + json.dumps(line) + "\n")
+    return path
+
+
+def test_a_draft_from_gpu_bench_outputs_holds_their_range_and_renders(tmp_path):
+    import datetime
+    runs = [_bench(tmp_path, "a.json", eager=16.24), _bench(tmp_path, "b.json", eager=22.71)]
+    folder = tmp_path / "measurements"
+    folder.mkdir()
+    path = tool.draft(runs, folder, today=datetime.date(2026, 12, 5))
+    assert path.name == "h200-2026-12-05-bench.json"
+    run = json.loads(path.read_text())
+    assert run["repeats"] == 2 and run["command"] == "python -m labkit bench --json --wrapper"
+    results = {r["what"]: r["value"] for r in run["results"]}
+    assert results["numba eager launch"] == [16.2, 22.7]
+    assert results["graph replay"] == 0.91
+    assert "| numba eager launch | 16.2–22.7 | µs per kernel |" in tool.render(tool.load(folder))
+    with pytest.raises(tool.DataError, match=r"^h200-2026-12-05-bench.json exists already"):
+        tool.draft(runs, folder, today=datetime.date(2026, 12, 5))
+
+
+def test_a_draft_refuses_the_simulators_figures(tmp_path):
+    sim = _bench(tmp_path, "sim.json", backend="sim", device="simulated NVIDIA H200")
+    with pytest.raises(tool.DataError, match=r"sim.json: measured on the 'sim' backend; only a "
+                                             r"real GPU's figures are measurements"):
+        tool.draft([sim], tmp_path)
