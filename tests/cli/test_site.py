@@ -121,3 +121,15 @@ def test_the_course_map_counts_no_notebooks_and_names_only_real_extras():
     text = (ROOT / "notebooks" / "README.md").read_text() + (ROOT / "README.md").read_text()
     assert not re.search(r"\b(Eight|Nine|Ten) notebooks\b", text, re.I)
     assert not re.search(r"\[gpu\]|`gpu` extra", text)
+
+
+def test_the_readme_is_a_front_door_listing_every_notebook_in_150_lines():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 150
+    names = {p.stem for p in (ROOT / "notebooks").glob(run.NOTEBOOK_GLOB)}
+    listed = set(re.findall(r"\]\(notebooks/(\d\d_\w+)\.ipynb\)", readme))
+    assert listed == names, f"README's course map misses {names - listed}"
+    for doc in re.findall(r"\]\((docs/[\w/.-]+)\)", readme):
+        assert (ROOT / doc).is_file(), f"README links {doc}, which does not exist"
+    assert "docs/instructors.md" in readme and "docs/measurements.md" in readme
+    assert not re.search(r"20\d\d-\d\d-\d\d", readme), "no dated runs in the front door"
