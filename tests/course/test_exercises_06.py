@@ -116,3 +116,29 @@ def test_check_counts_one_sync_for_the_solution():
     with labkit.Stream() as s:
         out = nb06.check_fewer_syncs(_notebooks("solution", s)["fast_update"], s)
     assert out["syncs"] == 1
+
+
+def _each(wait):
+    def fn(x, stream):
+        for _ in range(nb06.N_KERNELS):
+            add_one[4, 256, stream](x)
+            wait(stream)
+    return fn
+
+
+def _event_wait(stream, _ev={}):
+    ev = _ev.setdefault("ev", labkit.Event(timing=False))
+    ev.record(stream)
+    ev.synchronize()
+
+
+@pytest.mark.parametrize("wait", [
+    lambda st: labkit.synchronize(),                                       # cudaDeviceSynchronize
+    _event_wait,                                                           # an event per kernel
+    lambda st: __import__("numba").cuda.synchronize(),                     # numba's own
+], ids=["device synchronize", "event synchronize", "numba synchronize"])
+def test_check_rejects_any_other_kind_of_wait_after_every_kernel(wait):
+    with labkit.Stream() as s:
+        with pytest.raises(AssertionError, match=r"^your function still waits for the GPU over and "
+                                                 r"over: 20 synchronizations for 20 kernels"):
+            nb06.check_fewer_syncs(_each(wait), s)
