@@ -27,6 +27,7 @@ from numba import cuda as _numba
 from .. import _capstack, _hostspans
 from .._errors import CudaError
 from .._handles import stream_handle
+from ._numba_kernel import compiled_parts
 
 __all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "launcher",
            "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace", "provenance"]
@@ -141,20 +142,14 @@ class KernelParams:
     """
 
     def __init__(self, k, grid, block, args):
-        disp = k.dispatcher
-        types = tuple(disp.typeof_pyval(a) for a in args)
-        compiled = disp.compile(types)
-        flat, retr = [], []
-        for t, v in zip(types, args):
-            compiled._prepare_args(t, v, 0, retr, flat)
-        if retr:   # numba would have copied something and copied it back: not a device array
-            raise TypeError("a parameter block takes device arrays only; use labkit.to_device")
+        parts = compiled_parts(k.dispatcher, args)
+        flat = parts.flat_args
         self.name, self.grid, self.block, self.args = k.name, grid, block, tuple(args)
         self._store = [_as_ctypes(v) for v in flat]       # the bytes the pointers point at
         self._ptrs = (ctypes.c_void_p * max(len(flat), 1))(
             *[ctypes.addressof(c) for c in self._store])
         self.address = ctypes.addressof(self._ptrs)
-        self.func = _function(int(compiled._codelibrary.get_cufunc().handle))
+        self.func = _function(parts.cufunc_handle)
         p = driver.CUDA_KERNEL_NODE_PARAMS()
         p.func = self.func
         p.gridDimX, p.gridDimY, p.gridDimZ = grid
