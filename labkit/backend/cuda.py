@@ -24,13 +24,14 @@ from .._runtime12 import cuda_runtime
 rt = cuda_runtime()
 from numba import cuda as _numba
 
-from .. import _capstack, _hostspans
 from .._errors import CudaError
-from .._handles import stream_handle
+from ._launch import eager_launch
 from ._numba_kernel import compiled_parts
 
+# the names of labkit.backend._interface.Backend
 __all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "launcher",
-           "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace", "provenance"]
+           "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace",
+           "kernel_node_name", "provenance", "frees_held", "make_set_condition"]
 
 IS_GPU = True
 _numba_streams: dict[int, object] = {}
@@ -88,29 +89,18 @@ def _launch_error(name, exc):
 
 def launcher(k, grid, block, stream, owner=None):
     """``fn(*args)`` launching ``k`` on ``stream`` (a raw handle, or a cuda.core graph builder,
-    which numba-cuda launches into directly) through numba's own launch path.
-
-    ``owner``: the labkit.Stream the handle came from; a launch after it was closed is refused.
-    Inside a labkit capture the arguments are kept alive with the graph."""
+    which numba-cuda launches into directly) through numba's own launch path, with labkit's
+    span, closed-stream check and keep-alive (`_launch.eager_launch`)."""
     target = stream if not isinstance(stream, int) else _numba_stream(stream)
     config = k.dispatcher[grid, block, target]     # numba's launch configuration, made once
     name = k.name
-    label = f"launch {name}"
 
-    def launch(*args):
-        rec = _hostspans.active    # a timeline is open: numba's whole dispatch is the span
-        t0 = rec.now() if rec is not None else 0
-        if owner is not None and owner.handle is None:
-            stream_handle(owner)                   # raises: the stream was closed
+    def submit(*args):
         try:
             config(*args)
         except Exception as exc:   # numba raises CudaAPIError, cuda.core raises CUDAError
             _launch_error(name, exc)
-        if rec is not None:
-            rec.add(label, "launch", t0)
-        if _capstack.open_count:   # the graph refers to buffers it does not own: keep them
-            _capstack.keep(args, k)
-    return launch
+    return eager_launch(k, owner, submit)
 
 
 # ------------------------------------------------------------------ parameter blocks

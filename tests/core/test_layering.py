@@ -26,7 +26,7 @@ LAYERS = [
                                 "labkit.explicit", "labkit.conditional"]),
     ("public API", ["labkit"]),
     # above the public API core, and free to import it
-    ("measure", ["labkit.measure", "labkit.measure.*"]),
+    ("measure", ["labkit.measure", "labkit.measure.*", "labkit.timing", "labkit.plot"]),
     ("course", ["labkit.course", "labkit.course.*"]),
     ("cli", ["labkit.cli", "labkit.cli.*", "labkit.__main__"]),
 ]
