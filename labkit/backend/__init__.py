@@ -19,7 +19,8 @@ from ._choose import BackendError, choose
 
 __all__ = ["name", "reason", "error", "is_gpu", "rt", "to_device", "device_array", "pinned_array",
            "launcher", "bare_launch", "KernelParams", "host_us", "cpu_us", "start_trace", "stop_trace",
-           "provenance", "course_size", "kernel_node_name", "frees_held", "make_set_condition",
+           "provenance", "course_size", "kernel_node_name", "stream_trace_id", "frees_held",
+           "make_set_condition",
            "BackendError"]
 
 
@@ -57,6 +58,7 @@ stop_trace = _impl.stop_trace
 provenance = _impl.provenance
 make_set_condition = _impl.make_set_condition
 kernel_node_name = _impl.kernel_node_name
+stream_trace_id = _impl.stream_trace_id
 frees_held = _impl.frees_held
 
 

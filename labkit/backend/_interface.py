@@ -75,6 +75,10 @@ class Backend(Protocol):
     def stop_trace(self) -> list:
         """Stop recording; the spans recorded (`labkit._span.Span`-shaped)."""
 
+    def stream_trace_id(self, handle: int) -> int:
+        """The number a trace of this backend names stream ``handle`` by (its rows read
+        "stream N"): the driver's stream id on a GPU, the handle on the simulator."""
+
     def kernel_node_name(self, node) -> str | None:
         """The name of the function kernel node ``node`` runs, or None."""
 

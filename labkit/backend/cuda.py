@@ -31,7 +31,8 @@ from ._numba_kernel import compiled_parts
 # the names of labkit.backend._interface.Backend
 __all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "launcher",
            "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace",
-           "kernel_node_name", "provenance", "frees_held", "make_set_condition"]
+           "stream_trace_id", "kernel_node_name", "provenance", "frees_held",
+           "make_set_condition"]
 
 IS_GPU = True
 _numba_streams: dict[int, object] = {}
@@ -239,6 +240,13 @@ def start_trace() -> bool:
 
 def stop_trace() -> list:
     return []
+
+
+def stream_trace_id(handle: int) -> int:
+    """CUPTI's number for stream ``handle`` in its records: the driver's id of the stream
+    (``cuStreamGetId``), or the handle where the driver cannot say."""
+    err, sid = driver.cuStreamGetId(driver.CUstream(int(handle)))
+    return int(sid) if not int(err) else int(handle)
 
 
 def kernel_node_name(node) -> str | None:

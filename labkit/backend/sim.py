@@ -27,7 +27,8 @@ from ..sim._conditional import set_value
 # the names of labkit.backend._interface.Backend
 __all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "launcher",
            "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace",
-           "kernel_node_name", "provenance", "frees_held", "make_set_condition"]
+           "stream_trace_id", "kernel_node_name", "provenance", "frees_held",
+           "make_set_condition"]
 
 IS_GPU = False
 P = _hooks.P
@@ -243,6 +244,11 @@ def start_trace() -> bool:
 
 def stop_trace() -> list:
     return _hooks.stop_trace()
+
+
+def stream_trace_id(handle: int) -> int:
+    """The simulator's timeline rows name a stream by its handle."""
+    return int(handle)
 
 
 def kernel_node_name(node) -> str | None:

@@ -152,3 +152,13 @@ def test_no_drawing_module_is_hidden_by_a_function_of_the_same_name():
         module = importlib.import_module(f"labkit.measure.plot.{name}")
         assert getattr(plot, name, module) is module, \
             f"labkit.plot.{name} is not the module {name}.py: rename one of the two"
+
+
+def test_a_gpu_trace_names_a_stream_by_its_trace_id_and_an_unmatched_name_is_no_error(monkeypatch):
+    from labkit.measure.plot import _axes
+    traced = Timeline([Span("CPU", "cudaLaunchKernel", 0.0, 5.0, "launch"),
+                       Span("stream 13", "a", 5.0, 50.0, "kernel")], source="cupti")
+    monkeypatch.setattr(_axes, "stream_row", lambda handle: {4096: "stream 13"}.get(handle, "?"))
+    ax = plot.timeline(traced, stream_names={_FakeStream(4096): "origin", 8192: "side 1"},
+                       provenance=PROV)
+    assert _row_labels(ax) == ["CPU", "origin"]
