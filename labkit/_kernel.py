@@ -112,11 +112,11 @@ def python_name(symbol: str) -> str:
 
     No demangler: numba knows the symbols it compiled each kernel to, so they are looked up."""
     name = _names.get(symbol)
-    if name is None:
+    if name is None:           # a symbol not seen before: look at what numba compiled since
         for k in list(_kernels):
             for entry in entry_names(k.dispatcher):
                 _names[entry] = k.name
-        name = _names.get(symbol, symbol)
+        name = _names.setdefault(symbol, symbol)   # not labkit's: as given, without a rescan
     return name
 
 
