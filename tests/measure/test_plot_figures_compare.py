@@ -11,7 +11,6 @@ import matplotlib
 matplotlib.use("Agg")  # before pyplot: CI has no display
 
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 
