@@ -161,3 +161,15 @@ def test_a_gpu_trace_names_a_stream_by_its_trace_id_and_an_unmatched_name_is_no_
     ax = plot.timeline(traced, stream_names={_FakeStream(4096): "origin", 8192: "side 1"},
                        provenance=PROV)
     assert _row_labels(ax) == ["CPU", "origin"]
+
+
+def test_the_style_file_ships_with_the_package():
+    try:
+        import tomllib
+    except ImportError:   # Python 3.10
+        import tomli as tomllib
+    root = PLOT_DIR.parents[2]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["labkit"]
+    style_file = theme.STYLE_FILE.relative_to(root / "labkit").as_posix()
+    assert any(Path(style_file).match(p) for p in patterns), (style_file, patterns)
