@@ -23,6 +23,7 @@ CUPTI adds, and how each part is kept out of the picture or shown for what it is
   below the probe's untraced cost of the same kind of launch.
 
 The timeline's note says in words what tracing added, so the figure explains its hatching.
+``tests/measure/test_trace_honesty.py`` (a ``gpu`` test) holds a GPU's picture to this.
 """
 from __future__ import annotations
 
