@@ -5,6 +5,9 @@
 kept, so a repeated launch is a dictionary lookup, the backend's launch, and one integer test
 for an open capture (whose graph must keep the arguments alive), all inside the backend's
 launch function, which ``k[grid, block, stream]`` returns as it is.
+
+`python_name` turns the symbol numba compiled a labkit kernel to back into its Python name, for
+traces and graph drawings (no demangler: numba knows the symbols it made).
 """
 from __future__ import annotations
 
