@@ -4,6 +4,7 @@ from __future__ import annotations
 from cuda.bindings import runtime as _cr
 
 from . import _conditional as _cond
+from . import _heap
 from . import _state as S
 from . import clock as _clock
 
@@ -102,7 +103,7 @@ def cudaGraphAddEmptyNode(graph, pDependencies, numDependencies):
 
 def cudaGraphAddMemcpyNode1D(graph, pDependencies, numDependencies, dst, src, count, kind):
     return add_node(graph, pDependencies, NT.cudaGraphNodeTypeMemcpy,
-                    {"dst": int(dst), "src": int(src), "count": int(count),
+                    {"dst": _heap.ptr(dst), "src": _heap.ptr(src), "count": int(count),
                      "kind": _cr.cudaMemcpyKind(int(kind)), "name": "memcpy"})
 
 

@@ -43,9 +43,9 @@ def pinned_buffer(addr: int):
 def release(addr: int) -> None:
     """Free an allocation whose array was collected (numba's deferred cuMemFree). Its address is
     never reused, so any later use of it is seen."""
-    a = _heap.allocs.pop(addr, None)
+    a = _heap.allocs.get(addr)
     if a is not None:
-        a.freed = True
+        _heap.release(a)
 
 
 class ArrayArg:
