@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cuda.bindings import runtime as _cr
 
-from . import _heap
+from . import _graphmem, _heap
 from . import _state as S
 from . import _work
 from . import clock as _clock
@@ -28,6 +28,9 @@ def cudaFree(devPtr):
     addr = _heap.ptr(devPtr)
     if addr == 0:                   # CUDA's documented no-op (the idiom that initializes it)
         return S.OK
+    if addr in _graphmem.sizes:     # a graph allocation, freed outside any graph
+        err = _graphmem.free(addr)
+        return (S.fail(err),) if err != E.cudaSuccess else S.OK
     a = _heap.allocs.get(addr)
     if a is None or a.freed or a.pinned:
         return (S.fail(E.cudaErrorInvalidValue),)
@@ -179,14 +182,10 @@ def cudaMemset(devPtr, value, count):
 
 # ---------------------------------------------------------------- stream-ordered allocation
 
-_graph_allocs: set[int] = set()   # addresses that captured mem-alloc nodes hand out
-
-
 def cudaMallocAsync(size, hStream):
     # Outside a capture, an allocation now (the simulator computes data at submission, so the
-    # stream order holds), and as potentially unsafe as cudaMalloc. In a capture, a mem-alloc
-    # node, whose address is fixed when captured (as CUDA's) and valid from then on: the node's
-    # memory is not taken back when the graph is destroyed.
+    # stream order holds), and as potentially unsafe as cudaMalloc. In a capture, an allocation
+    # node (`labkit.sim._graphmem`): its address is fixed now, its memory made at each launch.
     s = S.stream(hStream)
     if s is None:
         return (S.fail(E.cudaErrorInvalidResourceHandle), None)
@@ -194,25 +193,25 @@ def cudaMallocAsync(size, hStream):
         return cudaMalloc(size)
     if s.capture.status != _ACTIVE:
         return (S.fail(E.cudaErrorStreamCaptureInvalidated), None)
-    a = _heap.new_alloc(size)
-    _graph_allocs.add(a.addr)
-    _work.submit(s, NT.cudaGraphNodeTypeMemAlloc, {"dst": a.addr, "bytesize": int(size),
-                                                  "name": "mem alloc"}, P("api_us"),
-                 "cudaMallocAsync")
-    return E.cudaSuccess, a.addr
+    payload = _graphmem.alloc_payload(size)
+    if payload is None:
+        return (S.fail(E.cudaErrorInvalidValue), None)
+    _work.submit(s, NT.cudaGraphNodeTypeMemAlloc, payload, P("api_us"), "cudaMallocAsync")
+    return E.cudaSuccess, payload["dst"]
 
 
 def cudaFreeAsync(devPtr, hStream):
-    # Outside a capture, cudaFree's rules. In a capture, a mem-free node, for graph memory only:
-    # memory allocated outside any graph is cudaErrorInvalidValue and the capture stays active
-    # (H200). The node frees nothing in the simulator.
+    # Outside a capture, cudaFree's rules (a graph allocation included). In a capture, a free
+    # node, for graph memory only: memory allocated outside any graph is cudaErrorInvalidValue
+    # and the capture stays active (H200).
     s = S.stream(hStream)
     if s is None:
         return (S.fail(E.cudaErrorInvalidResourceHandle),)
     if s.capture is None:
         return cudaFree(devPtr)
     addr = _heap.ptr(devPtr)
-    if addr not in _graph_allocs or _heap.find(addr) is None:
-        return (S.fail(E.cudaErrorInvalidValue),)
+    err = _graphmem.free_error(s.capture.graph, addr)
+    if err is not None:
+        return (S.fail(err),)
     return (_work.submit(s, NT.cudaGraphNodeTypeMemFree, {"dst": addr, "name": "mem free"},
                          P("api_us"), "cudaFreeAsync"),)

@@ -114,8 +114,8 @@ class Exec:
 
 
 functions: dict[int, Function] = {}
-streams: dict[int, Stream] = {0: Stream(0, 0), LEGACY: Stream(LEGACY, 0),
-                              PER_THREAD: Stream(PER_THREAD, 0)}
+_legacy = Stream(0, 0)              # handle 0 and cudaStreamLegacy: one and the same stream
+streams: dict[int, Stream] = {0: _legacy, LEGACY: _legacy, PER_THREAD: Stream(PER_THREAD, 0)}
 events: dict[int, Event] = {}
 graphs: dict[int, Graph] = {}
 execs: dict[int, Exec] = {}

@@ -110,7 +110,7 @@ def cudaEventRecord(event, stream):
         return S.OK
     _clock.api("cudaEventRecord", P("api_us"))
     e.captured = None
-    e.time_us = max(s.ready_us, _clock.host_us())
+    e.time_us = max(s.ready_us, _work.ordered_start(s, _clock.host_us()))
     s.ready_us = e.time_us
     return S.OK
 
