@@ -31,7 +31,7 @@ MEMORY_NODES = (NT.cudaGraphNodeTypeMemAlloc, NT.cudaGraphNodeTypeMemFree)
 _A = _cr.cudaGraphMemAttributeType
 AUTO_FREE = int(_cr.cudaGraphInstantiateFlags.cudaGraphInstantiateFlagAutoFreeOnLaunch)
 
-sizes: dict[int, int] = {}          # address an allocation node handed out -> its size
+sizes = _heap.reserved              # address an allocation node handed out -> its size
 _mem = {"used": 0, "used_high": 0, "reserved": 0, "reserved_high": 0}
 
 
@@ -41,7 +41,6 @@ def alloc_payload(nbytes: int):
     if nbytes <= 0:
         return None
     addr = _heap.reserve(nbytes)
-    sizes[addr] = nbytes
     return {"dst": addr, "bytesize": nbytes, "name": "mem alloc"}
 
 

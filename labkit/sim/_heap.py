@@ -75,12 +75,22 @@ def new_alloc(nbytes, pinned=False, flags=0) -> Alloc:
     return a
 
 
+reserved: dict[int, int] = {}    # graph allocations' addresses -> size, backed or not
+
+
 def reserve(nbytes) -> int:
     """A new simulated device address for ``nbytes``, with no memory behind it yet (a graph
-    allocation's, fixed when its node is made; `map` backs it)."""
+    allocation's, fixed when its node is made; `map_at` backs it)."""
     addr = _next_addr[0]
     _next_addr[0] += (int(nbytes) + 0xFFFF) & ~0xFFF | 0x10000
+    reserved[addr] = int(nbytes)
     return addr
+
+
+def in_graph_allocation(addr: int, nbytes: int) -> bool:
+    """Whether [addr, addr+nbytes) lies in a graph allocation, backed now or not (what a
+    captured copy may name: the memory is there when the graph runs)."""
+    return any(a <= addr and addr + nbytes <= a + n for a, n in reserved.items())
 
 
 def map_at(addr: int, nbytes: int) -> Alloc:

@@ -140,12 +140,19 @@ def cudaPointerGetAttributes(ptr):
 
 # ---------------------------------------------------------------- copies and memsets
 
+def _addressable(s, addr, count):
+    """Memory a copy on ``s`` may name: there now, or (while ``s`` captures) a graph
+    allocation's, which is there when the graph runs."""
+    return _heap.view(addr, count) is not None or (
+        s.capture is not None and _heap.in_graph_allocation(addr, count))
+
+
 def cudaMemcpyAsync(dst, src, count, kind, stream):
     s = S.stream(stream)
     if s is None:
         return (S.fail(E.cudaErrorInvalidResourceHandle),)
     dst, src, count = _heap.ptr(dst), _heap.ptr(src), int(count)
-    if _heap.view(dst, count) is None or _heap.view(src, count) is None:
+    if not (_addressable(s, dst, count) and _addressable(s, src, count)):
         return (S.fail(E.cudaErrorInvalidValue),)
     return (_work.submit(s, NT.cudaGraphNodeTypeMemcpy,
                          {"dst": dst, "src": src, "count": count,
@@ -158,7 +165,8 @@ def cudaMemsetAsync(devPtr, value, count, stream):
     if s is None:
         return (S.fail(E.cudaErrorInvalidResourceHandle),)
     dst = _heap.ptr(devPtr)
-    if _heap.find(dst, int(count)) is None:
+    if _heap.find(dst, int(count)) is None and not (
+            s.capture is not None and _heap.in_graph_allocation(dst, int(count))):
         return (S.fail(E.cudaErrorInvalidValue),)
     return (_work.submit(s, NT.cudaGraphNodeTypeMemset,
                          {"dst": dst, "value": int(value), "count": int(count),

@@ -112,3 +112,30 @@ def test_a_parameter_block_the_simulator_did_not_build_is_refused_loudly():
                                                   "did not build"):
         rt.cudaGraphKernelNodeSetParams(node, theirs)
     cap.graph.close(); s.close()
+
+
+def test_a_replay_into_freed_graph_memory_is_an_illegal_address():
+    """A graph allocation freed (here by cudaFree) has no memory behind it: a kernel node of
+    another graph that still names it fails as on a GPU, cudaErrorIllegalAddress."""
+    p = rt.cudaMemAllocNodeParams()
+    p.bytesize = 256
+    err, g = rt.cudaGraphCreate(0)
+    assert rt.cudaGraphAddMemAllocNode(g, None, 0, p)[0] == E.cudaSuccess
+    err, ge = rt.cudaGraphInstantiate(g, 0)
+    assert rt.cudaGraphLaunch(ge, 0) == (E.cudaSuccess,)
+    touched = []
+    func = _hooks.register_function("touch", lambda grid, block, a: touched.append(a.sum()),
+                                    lambda grid, block, a: 1.0)
+    arg = _hooks.ArrayArg(int(p.dptr), (64,), np.float32)
+    user = rt.cudaGraphCreate(0)[1]
+    kp = _hooks.kernel_node_params(func, (1, 1, 1), (64, 1, 1), (arg,))
+    assert rt.cudaGraphAddKernelNode(user, None, 0, kp)[0] == E.cudaSuccess
+    user_exec = rt.cudaGraphInstantiate(user, 0)[1]
+    assert rt.cudaGraphLaunch(user_exec, 0) == (E.cudaSuccess,) and touched == [0.0]
+    assert rt.cudaFree(p.dptr) == (E.cudaSuccess,)
+    assert rt.cudaGraphLaunch(user_exec, 0) == (E.cudaErrorIllegalAddress,)
+    rt.cudaGetLastError()
+    for x in (ge, user_exec):
+        rt.cudaGraphExecDestroy(x)
+    for x in (g, user):
+        rt.cudaGraphDestroy(x)
