@@ -1,8 +1,11 @@
 """Streams and events of the simulated runtime, and host functions launched into a stream."""
 from __future__ import annotations
 
+import ctypes
+
 from cuda.bindings import runtime as _cr
 
+from . import _heap
 from . import _state as S
 from . import _work
 from . import clock as _clock
@@ -72,6 +75,24 @@ def cudaLaunchHostFunc(stream, fn, userData):
     return (_work.submit(s, NT.cudaGraphNodeTypeHost,
                          {"name": "host function", "fn": int(fn), "data": int(userData or 0)},
                          P("api_us"), "cudaLaunchHostFunc"),)
+
+
+def cudaStreamAddCallback(stream, callback, userData, flags):
+    # CUDA's older host callback: called with (stream, status, userData) in stream order; flags
+    # must be 0, and a capturing stream refuses it (cudaLaunchHostFunc is what a graph takes).
+    # Called now: data is computed in host program order, one valid order of the stream
+    s = S.stream(stream)
+    if s is None:
+        return (S.fail(E.cudaErrorInvalidResourceHandle),)
+    if int(flags) != 0:
+        return (S.fail(E.cudaErrorInvalidValue),)
+    if s.capture is not None:
+        S.invalidate(s.capture)
+        return (S.fail(E.cudaErrorStreamCaptureUnsupported),)
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)(S.h(callback))
+    _clock.api("cudaStreamAddCallback", P("api_us"))
+    fn(s.handle or None, 0, _heap.ptr(userData) or None)
+    return S.OK
 
 
 # ---------------------------------------------------------------- events

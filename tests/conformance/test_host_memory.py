@@ -135,3 +135,41 @@ def test_a_memcpy_node_takes_buffers_as_pointers_too(res, dptr):
     s = res.stream()
     assert rt.cudaGraphLaunch(ge, s) == OK and rt.cudaStreamSynchronize(s) == OK
     np.testing.assert_array_equal(out, src)
+
+
+# ------------------------------------------------------------------ structs and callbacks
+
+def test_device_properties_are_cuda_bindings_own_struct():
+    from cuda.bindings import runtime as cuda_rt
+    err, p = rt.cudaGetDeviceProperties(0)
+    assert err == E.cudaSuccess and isinstance(p, cuda_rt.cudaDeviceProp)
+    assert p.name.rstrip(b"\0") and p.warpSize == 32 and p.multiProcessorCount > 0
+    assert len(bytes(p.uuid.bytes)) == 16
+
+
+def test_a_captured_kernel_node_reads_back_as_cuda_bindings_struct(res):
+    from cuda.bindings import runtime as cuda_rt
+    from kernels import add_one
+    s, x = res.stream(), labkit.to_device(np.zeros(N, np.float32))
+    assert rt.cudaStreamBeginCapture(s, rt.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal) == OK
+    add_one[(2, 1), 32, s](x)
+    err, g = rt.cudaStreamEndCapture(s)
+    res.graph(g)
+    node = rt.cudaGraphGetNodes(g, 1)[1][0]
+    err, p = rt.cudaGraphKernelNodeGetParams(node)
+    assert err == E.cudaSuccess and isinstance(p, cuda_rt.cudaKernelNodeParams)
+    assert (p.gridDim.x, p.gridDim.y, p.blockDim.x) == (2, 1, 32)
+
+
+_calls: list = []
+_STREAM_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)(
+    lambda stream, status, data: _calls.append((status, data)))
+
+
+def test_stream_add_callback_calls_back_with_success_and_the_user_data(res):
+    s = res.stream()
+    _calls.clear()
+    cb = ctypes.cast(_STREAM_CB, ctypes.c_void_p).value
+    assert rt.cudaStreamAddCallback(s, rt.cudaStreamCallback_t(cb), 1234, 0) == OK
+    assert rt.cudaStreamSynchronize(s) == OK
+    assert _calls == [(0, 1234)]
