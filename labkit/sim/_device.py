@@ -93,7 +93,7 @@ def cudaDeviceSynchronize():
         for c in S.active_captures():
             S.invalidate(c)
             return (S.fail(E.cudaErrorStreamCaptureUnsupported),)
-        t = max([s.ready_us for s in S.streams.values()] + [_clock.host_us()])
+        t = max([s.ready_us for s in S.all_streams()] + [_clock.host_us()])
         _clock.api("cudaDeviceSynchronize", P("sync_us"), wait_until=t)
         return S.OK
 

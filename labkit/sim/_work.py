@@ -7,7 +7,8 @@ documents it ("Stream synchronization behavior"): work on the legacy default str
 or ``cudaStreamLegacy``) starts after all earlier work of every blocking stream, and work on a
 blocking stream after all earlier work of the legacy stream; streams made with
 ``cudaStreamNonBlocking`` are exempt from both. The per-thread default stream
-(``cudaStreamPerThread``) is a blocking stream like any other, as CUDA documents it.
+(``cudaStreamPerThread``: each host thread its own, `labkit.sim._state.stream`) is a blocking
+stream like any other, as CUDA documents it.
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def ordered_start(s, earliest: float) -> float:
     synchronization with blocking streams (``earliest``: when the host could have it run)."""
     legacy = S.streams[0]
     if s is legacy:
-        return max([earliest] + [t.ready_us for t in S.streams.values()
+        return max([earliest] + [t.ready_us for t in S.all_streams()
                                  if t.blocking and not t.destroyed])
     if s.blocking:
         return max(earliest, legacy.ready_us)

@@ -112,3 +112,28 @@ def test_a_stream_waiting_on_an_event_runs_after_the_recorded_work(res, big):
     small_op(s2, scratch)
     after = record(res, s2)
     assert ms(done, after) >= 0.0
+
+
+def test_each_host_thread_has_its_own_per_thread_stream(res):
+    """cudaStreamPerThread names the calling thread's stream: another thread's is not the one
+    capturing here, and it can capture at the same time."""
+    import threading
+    relaxed = rt.cudaStreamCaptureMode.cudaStreamCaptureModeRelaxed
+    none = rt.cudaStreamCaptureStatus.cudaStreamCaptureStatusNone
+    assert rt.cudaStreamBeginCapture(PER_THREAD, relaxed) == OK
+    seen = {}
+
+    def other():
+        seen["status"] = rt.cudaStreamIsCapturing(PER_THREAD)
+        seen["begin"] = rt.cudaStreamBeginCapture(PER_THREAD, relaxed)
+        err, g = rt.cudaStreamEndCapture(PER_THREAD)
+        seen["end"] = err
+        if err == E.cudaSuccess:
+            rt.cudaGraphDestroy(g)
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    err, g = rt.cudaStreamEndCapture(PER_THREAD)
+    res.graph(g)
+    assert err == E.cudaSuccess
+    assert seen == {"status": (E.cudaSuccess, none), "begin": OK, "end": E.cudaSuccess}
