@@ -69,7 +69,8 @@ def test_event_record_and_wait_nodes_time_and_order_work_across_graphs(res):
                                    rt.cudaMemcpyKind.cudaMemcpyDeviceToHost))
     assert [rt.cudaGraphNodeGetType(n)[1] for n in ok(rt.cudaGraphGetNodes(a, 2))[0]] == [
         NT.cudaGraphNodeTypeMemset, NT.cudaGraphNodeTypeEventRecord]
-    ga, gb = res.exec(ok(rt.cudaGraphInstantiate(a, 0))), res.exec(ok(rt.cudaGraphInstantiate(b, 0)))
+    ga = res.exec(ok(rt.cudaGraphInstantiate(a, 0)))
+    gb = res.exec(ok(rt.cudaGraphInstantiate(b, 0)))
     s1, s2 = res.stream(), res.stream()
     assert rt.cudaEventRecord(start, s1) == OK
     assert rt.cudaGraphLaunch(ga, s1) == OK and rt.cudaGraphLaunch(gb, s2) == OK

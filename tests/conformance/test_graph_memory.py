@@ -168,7 +168,8 @@ def test_the_graph_memory_footprint_counts_live_allocations_and_trim_gives_back(
 def test_a_captured_malloc_async_is_an_allocation_node_made_at_each_launch(res):
     host_in, host_out = np.full(N, 9.0, np.float32), np.zeros(N, np.float32)
     s, cap = res.stream(), res.stream()
-    assert rt.cudaStreamBeginCapture(cap, rt.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal) == OK
+    glob = rt.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal
+    assert rt.cudaStreamBeginCapture(cap, glob) == OK
     err, d = rt.cudaMallocAsync(NBYTES, cap)
     assert err == E.cudaSuccess
     assert rt.cudaMemcpyAsync(d, host_in, NBYTES, H2D, cap) == OK

@@ -87,7 +87,8 @@ def test_blocking_stream_work_waits_for_earlier_legacy_stream_work(res, big):
 
 def test_launches_of_one_executable_run_one_after_another_on_two_streams(res, big):
     s1, s2, cap = res.stream(), res.stream(), res.stream()
-    assert rt.cudaStreamBeginCapture(cap, rt.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal) == OK
+    glob = rt.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal
+    assert rt.cudaStreamBeginCapture(cap, glob) == OK
     long_kernel(big, cap)
     err, g = rt.cudaStreamEndCapture(cap)
     res.graph(g)
