@@ -68,6 +68,12 @@ def cudaDeviceGetAttribute(attr, device):
     return E.cudaSuccess, 1 if key is None else int(_fields()[key])
 
 
+def cudaSetDevice(device):
+    if int(device) != 0:
+        return (S.fail(E.cudaErrorInvalidDevice),)
+    return S.OK
+
+
 def cudaGetDevice():
     return E.cudaSuccess, 0
 

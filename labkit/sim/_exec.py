@@ -40,6 +40,28 @@ def cudaGraphInstantiate(graph, flags=0):
 cudaGraphInstantiateWithFlags = cudaGraphInstantiate
 
 
+def cudaGraphInstantiateWithParams(graph, instantiateParams):
+    p = instantiateParams
+    err, ge = cudaGraphInstantiate(graph, int(p.flags) if p is not None else 0)
+    ok = err == E.cudaSuccess
+    if p is not None:
+        R = _cr.cudaGraphInstantiateResult
+        p.result_out = R.cudaGraphInstantiateSuccess if ok else R.cudaGraphInstantiateError
+    if ok and p is not None and int(p.flags) & int(
+            _cr.cudaGraphInstantiateFlags.cudaGraphInstantiateFlagUpload):
+        upload = cudaGraphUpload(ge, p.uploadStream)[0]
+        if upload != E.cudaSuccess:
+            return (upload, None)
+    return err, ge
+
+
+def cudaGraphExecGetFlags(graphExec):
+    x = S.exec_(graphExec)
+    if x is None:
+        return (S.fail(E.cudaErrorInvalidValue), None)
+    return E.cudaSuccess, x.flags
+
+
 def cudaGraphExecDestroy(graphExec):
     x = S.exec_(graphExec)
     if x is None:

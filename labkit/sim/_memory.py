@@ -160,6 +160,38 @@ def cudaMemcpyAsync(dst, src, count, kind, stream):
                          P("api_us"), "cudaMemcpyAsync"),)
 
 
+def cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, stream):
+    s = S.stream(stream)
+    if s is None:
+        return (S.fail(E.cudaErrorInvalidResourceHandle),)
+    dst, src, width, height = _heap.ptr(dst), _heap.ptr(src), int(width), int(height)
+    if width > int(dpitch) or width > int(spitch):
+        return (S.fail(E.cudaErrorInvalidPitchValue),)
+    rows = [(dst + r * int(dpitch), src + r * int(spitch)) for r in range(height)]
+    if not all(_addressable(s, d, width) and _addressable(s, x, width) for d, x in rows):
+        return (S.fail(E.cudaErrorInvalidValue),)
+    return (_work.submit(s, NT.cudaGraphNodeTypeMemcpy,
+                         {"dst": dst, "src": src, "count": width * height, "rows": rows,
+                          "width": width, "kind": _cr.cudaMemcpyKind(int(kind)),
+                          "name": "memcpy 2D"}, P("api_us"), "cudaMemcpy2DAsync"),)
+
+
+def cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind):
+    err = cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, 0)[0]
+    if err != E.cudaSuccess:
+        return (err,)
+    _clock.api("cudaMemcpy2D", P("sync_us"), wait_until=S.streams[0].ready_us)
+    return S.OK
+
+
+def cudaMemGetInfo():
+    """(free, total): the calibrated GPU's memory, less what the simulator holds allocated."""
+    from .. import _calibration
+    total = int(_calibration.load().get("total_mem", 150109880320))
+    used = sum(a.nbytes for a in _heap.allocs.values() if not a.pinned)
+    return E.cudaSuccess, max(total - used, 0), total
+
+
 def cudaMemsetAsync(devPtr, value, count, stream):
     s = S.stream(stream)
     if s is None:

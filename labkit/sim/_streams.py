@@ -39,6 +39,13 @@ def cudaStreamDestroy(stream):
     return S.OK
 
 
+def cudaStreamGetFlags(hStream):
+    s = S.stream(hStream)
+    if s is None:
+        return (S.fail(E.cudaErrorInvalidResourceHandle), None)
+    return E.cudaSuccess, s.flags
+
+
 def _stream_check(s):
     """A synchronize or query of ``s``: its own capture refuses it (900, invalidated), and so
     does any capture that forbids the call (non-blocking streams too: H200). None: go ahead."""
@@ -134,6 +141,15 @@ def cudaEventRecord(event, stream):
     e.time_us = max(s.ready_us, _work.ordered_start(s, _clock.host_us()))
     s.ready_us = e.time_us
     return S.OK
+
+
+def cudaEventRecordWithFlags(event, stream, flags=0):
+    if int(flags) & ~int(_cr.cudaEventRecordExternal):
+        return (S.fail(E.cudaErrorInvalidValue),)
+    if int(flags):
+        raise NotImplementedError("cudaEventRecordWithFlags(cudaEventRecordExternal) is not "
+                                  "simulated (backend 'sim'): an external event node")
+    return cudaEventRecord(event, stream)
 
 
 def _event_check(e):

@@ -192,3 +192,14 @@ def test_a_disabled_node_does_nothing_until_enabled_again(res):
     assert rt.cudaGraphNodeSetEnabled(ge, node, 1) == OK
     run(res, ge)
     np.testing.assert_array_equal(x.copy_to_host(), np.ones(N, np.float32))
+
+
+def test_instantiate_with_params_reports_success_and_keeps_the_flags(res):
+    g = new_graph(res)
+    ok(rt.cudaGraphAddEmptyNode(g, None, 0))
+    p = rt.cudaGraphInstantiateParams()
+    p.flags = rt.cudaGraphInstantiateFlags.cudaGraphInstantiateFlagUpload
+    p.uploadStream = res.stream()
+    ge = res.exec(ok(rt.cudaGraphInstantiateWithParams(g, p)))
+    assert p.result_out == rt.cudaGraphInstantiateResult.cudaGraphInstantiateSuccess
+    assert int(ok(rt.cudaGraphExecGetFlags(ge))) == int(p.flags)

@@ -173,3 +173,30 @@ def test_stream_add_callback_calls_back_with_success_and_the_user_data(res):
     assert rt.cudaStreamAddCallback(s, rt.cudaStreamCallback_t(cb), 1234, 0) == OK
     assert rt.cudaStreamSynchronize(s) == OK
     assert _calls == [(0, 1234)]
+
+
+def test_a_2d_copy_moves_a_sub_matrix_row_by_row(dptr):
+    host = np.arange(64, dtype=np.float32).reshape(8, 8)
+    # rows 0..3, columns 0..3 of the host matrix into a packed 4x4 block on the device
+    assert rt.cudaMemcpy2D(dptr, 16, host, 32, 16, 4, H2D) == OK
+    out = np.zeros(16, np.float32)
+    assert rt.cudaMemcpy(out, dptr, 64, D2H) == OK
+    np.testing.assert_array_equal(out.reshape(4, 4), host[:4, :4])
+    assert rt.cudaMemcpy2D(dptr, 8, host, 32, 16, 4, H2D) == (E.cudaErrorInvalidPitchValue,)
+    rt.cudaGetLastError()
+
+
+def test_memory_info_counts_an_allocation_against_the_total():
+    err, free0, total = rt.cudaMemGetInfo()
+    assert err == E.cudaSuccess and 0 < free0 <= total
+    assert total == rt.cudaGetDeviceProperties(0)[1].totalGlobalMem
+    err, d = rt.cudaMalloc(64 << 20)
+    assert rt.cudaMemGetInfo()[1] <= free0 - (64 << 20)
+    assert rt.cudaFree(d) == OK
+
+
+def test_a_stream_reports_the_flags_it_was_made_with(res):
+    assert rt.cudaStreamGetFlags(res.stream(nonblocking=True)) == (
+        E.cudaSuccess, rt.cudaStreamNonBlocking)
+    assert rt.cudaStreamGetFlags(res.stream(nonblocking=False)) == (
+        E.cudaSuccess, rt.cudaStreamDefault)
