@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cuda.bindings import runtime as _cr
 
+from .. import _calibration
 from . import _graphmem, _heap
 from . import _state as S
 from . import _work
@@ -186,7 +187,6 @@ def cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind):
 
 def cudaMemGetInfo():
     """(free, total): the calibrated GPU's memory, less what the simulator holds allocated."""
-    from .. import _calibration
     total = int(_calibration.load().get("total_mem", 150109880320))
     used = sum(a.nbytes for a in _heap.allocs.values() if not a.pinned)
     return E.cudaSuccess, max(total - used, 0), total
