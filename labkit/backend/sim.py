@@ -4,7 +4,8 @@ on a real GPU.
 Arrays are simulated allocations, freed when the array is collected (as numba frees a device
 array), so a graph that outlived its buffers fails its replay. A kernel enters the simulator
 once, as a registered function (its numpy reference, or its own code under numba's CUDA
-simulator, and its cost model). A `KernelParams` is the simulator's ``cudaKernelNodeParams``;
+simulator, and its cost model). A `KernelParams` holds a ``cudaKernelNodeParams`` whose
+parameter block the simulator reads;
 an eager launch is a launch of the registered function that also costs numba's dispatch.
 """
 from __future__ import annotations
@@ -193,7 +194,7 @@ def _dim3(d):
 
 
 class KernelParams:
-    """``kernel[grid, block](*args)`` as the simulator's ``cudaKernelNodeParams``, built once."""
+    """``kernel[grid, block](*args)`` as a ``cudaKernelNodeParams``, built once."""
 
     def __init__(self, k, grid, block, args):
         if any(isinstance(a, np.ndarray) for a in args):
@@ -201,8 +202,7 @@ class KernelParams:
         self.name, self.grid, self.block, self.args = k.name, grid, block, tuple(args)
         self.func = _function(k)
         self._values = tuple(_param(a) for a in args)
-        self.node_params = rt.cudaKernelNodeParams(self.func, _dim3(grid), _dim3(block), 0,
-                                                   self._values)
+        self.node_params = _hooks.kernel_node_params(self.func, grid, block, self._values)
 
     def launch(self, stream: int):
         err = _hooks.launch(self.func, self.grid, self.block, self._values, stream,
