@@ -428,9 +428,20 @@ def table(cells) -> str:
     return "\n".join(lines)
 
 
+def codes_provenance() -> str:
+    """The title line of a figure of error codes: where the codes come from (no timing)."""
+    import labkit
+    from ..backend import is_gpu
+    if is_gpu:
+        return f"error codes returned by CUDA on {labkit.device_name()}"
+    return ("error codes returned by labkit's simulated runtime (the conformance tests hold "
+            "it to a real GPU's)")
+
+
 def plot_matrix(cells, **kwargs):
     """`labkit.plot.capture_matrix` of measured cells, columns in `WHERES` order, each square
-    the call's code as `outcome` writes it."""
+    the call's code as `outcome` writes it; the title says where the codes come from."""
     from ..measure import plot
+    kwargs.setdefault("provenance", codes_provenance())
     return plot.capture_matrix(cells, wheres=WHERES, code=lambda rec: outcome(rec).split("/")[0],
                                **kwargs)

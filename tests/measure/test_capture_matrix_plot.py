@@ -56,3 +56,12 @@ def test_each_cell_is_coloured_by_its_outcome_and_shows_its_code():
 def test_no_cells_is_an_error_that_names_what_to_pass():
     with pytest.raises(ValueError, match=r"^capture_matrix got no cells; pass labkit\.course\.capture_modes"):
         plot.capture_matrix([], provenance=PROV)
+
+
+def test_the_courses_matrix_says_where_its_codes_come_from_not_a_timing_provenance():
+    import labkit
+    from labkit.course import capture_modes
+    ax = capture_modes.plot_matrix(CELLS)
+    title = ax.get_title()
+    assert "error codes returned by" in title and "calibrated" not in title
+    assert ("CUDA on" if labkit.backend == "cuda" else "simulated runtime") in title
