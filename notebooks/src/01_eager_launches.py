@@ -99,7 +99,7 @@ claims.graph_cheaper_per_kernel(eager[-1].median, graph[-1].median)
 claims.graph_cost_falls_with_k(graph[0].median, graph[-1].median, ks[0], ks[-1])
 
 # %% [markdown]
-# At K = 1 the graph is not much cheaper: one graph launch for one kernel still pays a launch and
+# At K = 1 the graph's advantage is smallest: one graph launch for one kernel still pays a launch and
 # a synchronize. From a few tens of kernels on, the eager/graph ratio settles: that is the saving
 # per kernel that a graph brings to tiny kernels on this machine.
 #

@@ -587,7 +587,7 @@ for name, o in outputs.items():
 # stream in a mode, launch one kernel into it, make one call, then look at the capture and end
 # it. The call comes from the capturing thread or from another thread, each either in its
 # default (global) mode or after exchanging its own mode to relaxed. The cells below run now, on
-# this backend (about a hundred, well under a second); the conformance tests hold the simulator
+# this backend (one per square of the figure, in about a second); the conformance tests hold the simulator
 # to every cell of the same matrix probed on a real GPU.
 
 # %%
