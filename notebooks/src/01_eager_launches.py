@@ -355,7 +355,7 @@ if tl.source != "events":
 # Between tiny kernels (the host is the bottleneck) and long ones (the GPU is) lies a
 # **crossover**: the kernel length at which one kernel runs about as long as one eager launch.
 # Find an `iters` for `busy(x, iters)` near it: long enough that eager launches keep the GPU
-# busy at least 80% of the time, and no more than four times one eager launch long. A huge
+# busy at least 80% of the time, and no more than five times one eager launch long. A huge
 # number would keep the GPU busy too, and the check refuses it: the point is to find where the
 # host stops being the bottleneck.
 #

@@ -13,7 +13,7 @@ import numpy as np
 
 __all__ = ["check_gpu_bound", "gpu_busy_fraction", "launch_and_iteration_us", "MAX_LAUNCHES"]
 
-MAX_LAUNCHES = 4.0      # a kernel at most this many eager launches long is "near the crossover"
+MAX_LAUNCHES = 5.0      # a kernel at most this many eager launches long is "near the crossover"
 _PROBE = 10_000
 
 
