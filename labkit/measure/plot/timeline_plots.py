@@ -138,20 +138,47 @@ def _windowed(tl: Timeline, t0, window_us) -> tuple[float, Timeline]:
 
 
 def _row_labels(tls: Sequence[Timeline], stream_names: Mapping | None) -> dict[str, str]:
-    """Row name -> label. A stream's branch rows ("stream 7 branch 1") follow its label."""
+    """Row name -> label. A stream's branch rows ("stream 7 branch 1") follow its label.
+
+    The simulator names a stream's row by its handle. A measured timeline may not: CUPTI names
+    rows by its own stream ids (tried: the driver's ``cuStreamGetId``), and without CUPTI all GPU
+    work is one row. There a stream that matches no row is left unnamed instead of refused.
+    """
     if not stream_names:
         return {}
     rows = {row for tl in tls for row in tl.rows()}
+    measured = any(tl.source != "model" for tl in tls)
     out = {}
     for key, label in stream_names.items():
-        row = key if isinstance(key, str) else f"stream {stream_handle(key)}"
-        hits = [r for r in rows if r == row or r.startswith(row + " branch ")]
-        if not hits:
+        found = False
+        for row in _stream_rows(key, measured):
+            hits = [r for r in rows if r == row or r.startswith(row + " branch ")]
+            for r in hits:
+                out[r] = str(label) + r[len(row):].replace(" branch ", ", branch ")
+            found = found or bool(hits)
+        if not found and not measured:
+            row = _stream_rows(key, False)[0]
             raise ValueError(f"stream_names names {row!r}, but no row is {row!r}; the rows "
                              f"here are {sorted(rows)}")
-        for r in hits:
-            out[r] = str(label) + r[len(row):].replace(" branch ", ", branch ")
     return out
+
+
+def _stream_rows(key, measured: bool) -> list[str]:
+    """The row names a ``stream_names`` key may have: itself (a str), or by the stream's handle
+    and, on a measured timeline, by the driver's stream id."""
+    if isinstance(key, str):
+        return [key]
+    handle = stream_handle(key)
+    names = [f"stream {handle}"]
+    if measured:
+        try:
+            from cuda.bindings import driver
+            err, sid = driver.cuStreamGetId(driver.CUstream(handle))
+            if int(err) == 0:
+                names.append(f"stream {int(sid)}")
+        except Exception:       # no driver here, or an older cuda-bindings: the handle only
+            pass
+    return names
 
 
 def _draw(ax, tl: Timeline, origin: float, extent: float, max_labels: int,
