@@ -569,7 +569,8 @@ for name, o in outputs.items():
 #   you the first failing call. numba's deferred frees are held by `labkit.capture`; without it,
 #   use `cuda.defer_cleanup()`.
 # * Warm up (JIT, module load, allocations) before capturing.
-#
+
+# %% [markdown]
 # ## Optional: the full capture-mode matrix
 #
 # Skip this on a first reading: it answers "which call is refused, in which mode, from which
