@@ -8,7 +8,7 @@ CUPTI's API records would draw ``cuLaunchKernel`` instead of numba's dispatch, a
 traced call dearer).
 
 What a GPU trace adds, and how it is kept out of the picture (measured on the H200, see
-tests/measure/trace_honesty_probe.py and its log):
+tests/measure/test_trace_honesty.py, a ``gpu`` test):
 
 - attaching CUPTI (6-10 ms) happens before the picture starts, and detaching after it ends;
 - the first launch after kernel records are enabled costs 3.7 ms (CUPTI sets itself up then),

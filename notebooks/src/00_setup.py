@@ -7,8 +7,6 @@
 # ---
 
 # %% [markdown]
-# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/cuda-graphs-lab/blob/main/notebooks/00_setup.ipynb) In Colab, the first code cell installs the course.
-#
 # # 00 — Welcome and setup check
 #
 # This course shows why GPU inference that runs many short kernels stalls on *launch overhead*,
@@ -26,24 +24,6 @@
 # 4. Recognise a labkit error: CUDA's error code plus a hint that names the fix.
 #
 # About 15 minutes.
-
-# %%
-# Only in Google Colab: install the course into this runtime (cu12 on a GPU runtime: Colab's
-# drivers run CUDA 12). Anywhere else this cell does nothing.
-import sys
-
-if "google.colab" in sys.modules:
-    import importlib, shutil, subprocess
-    extra = "[cu12]" if shutil.which("nvidia-smi") else ""
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                           f"cuda-graphs-lab{extra} @ git+https://github.com/OWNER/cuda-graphs-lab"],
-                          capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError("pip could not install the course:\n" + done.stderr[-3000:])
-    importlib.invalidate_caches()
-    print(f"Colab: the course is installed (cuda-graphs-lab{extra})")
-else:
-    print("Not in Colab: this cell installs nothing (elsewhere, install as the README says)")
 
 # %%
 import labkit            # first: it chooses the backend before numba.cuda is imported
