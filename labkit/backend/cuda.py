@@ -17,6 +17,7 @@ import functools
 import re
 import time
 
+import numpy as np
 from cuda.bindings import driver
 from .._runtime12 import cuda_runtime
 
@@ -79,11 +80,20 @@ def _code_of(exc) -> int | None:
     return None
 
 
-def _launch_error(name, exc):
+HOST_ARRAY = " on a host array (numba would allocate a temporary device buffer for it)"
+
+
+def _launch_error(name, exc, args=()):
     code = _code_of(exc)
+    host = any(isinstance(a, np.ndarray) for a in args)
+    if code is None and host and "capturing stream" in str(exc):
+        # numba-cuda 0.30 takes the temporary buffer from cuda.core's memory pool, and cuda.core
+        # refuses a pool allocation on a capturing stream itself (a RuntimeError, before CUDA
+        # sees the call); the first allocation of a process may instead fail in CUDA with 900
+        code = int(rt.cudaError_t.cudaErrorStreamCaptureUnsupported)
     if code is None:
         raise exc
-    raise CudaError(code, f"launching {name}") from exc
+    raise CudaError(code, f"launching {name}" + (HOST_ARRAY if host else "")) from exc
 
 
 # ------------------------------------------------------------------ eager launch
@@ -100,7 +110,7 @@ def launcher(k, grid, block, stream, owner=None):
         try:
             config(*args)
         except Exception as exc:   # numba raises CudaAPIError, cuda.core raises CUDAError
-            _launch_error(name, exc)
+            _launch_error(name, exc, args)
     return eager_launch(k, owner, submit)
 
 

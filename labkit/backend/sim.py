@@ -172,8 +172,9 @@ def launcher(k, grid, block, stream, owner=None):
         host = [a for a in args if isinstance(a, np.ndarray)]
         capturing = _hooks.capturing(stream)
         if host:
-            if capturing:   # numba would copy the host array to the device: not in a capture
-                raise CudaError(_hooks.refuse_in_capture(stream), f"launching {name}")
+            if capturing:   # numba would allocate a temporary device buffer: not in a capture
+                raise CudaError(_hooks.refuse_in_capture(stream), f"launching {name} on a host "
+                                "array (numba would allocate a temporary device buffer for it)")
             _hooks.host_work(sum(2 * (P("memcpy_latency_us") + a.nbytes / (P("memcpy_GBps") * 1e3))
                                  for a in host))
         # numba types and marshals each argument in Python: every device array past the
