@@ -10,9 +10,11 @@ cells carry their role as tags:
   ``raises-exception`` as well, because there it fails until the exercise is done;
 - no role: in both notebooks.
 
-Every source opens with its "Open in Colab" badge (`colab_badge`), made from `COURSE_REPO`, the
-one place the course's GitHub repository is named; any other GitHub address of the course in a
-source is refused, so a new repository means one edit here and the lines the build then names.
+Once the course's GitHub repository is set (`COURSE_REPO`, the one place it is named), every
+source opens with its "Open in Colab" badge (`colab_badge`); while it is still the placeholder, a
+source may leave the badge out, so no learner meets a placeholder address. Any other GitHub
+address of the course in a source is refused, so a new repository means one edit here and the
+lines the build then names.
 
 Both notebooks are written without outputs, with kernelspec python3 and cell ids made from the
 notebook's name and the cell's position, so a build changes only what the source changed.
@@ -59,11 +61,17 @@ def binder_url() -> str:
     return f"https://mybinder.org/v2/gh/{COURSE_REPO}/main?urlpath=lab/tree/notebooks"
 
 
+def repo_is_set() -> bool:
+    """Whether `COURSE_REPO` names a real repository (not the ``OWNER/`` placeholder)."""
+    return not COURSE_REPO.startswith("OWNER/")
+
+
 def _check_links(nb: nbformat.NotebookNode, path: Path) -> None:
-    """The source opens with its Colab badge and names no other repository of the course."""
+    """The source opens with its Colab badge (once the repository is set) and names no other
+    repository of the course."""
     notebook = f"{path.stem}.ipynb"
     first = nb.cells[0].source.lstrip() if nb.cells else ""
-    if not (nb.cells and nb.cells[0].cell_type == "markdown" and first.startswith(colab_badge(notebook))):
+    if repo_is_set() and not (nb.cells and nb.cells[0].cell_type == "markdown" and first.startswith(colab_badge(notebook))):
         raise SourceError(f"{path.name}: the first cell must open with its Colab badge; make its "
                           f"first line `# {colab_badge(notebook)}`")
     for i, cell in enumerate(nb.cells):

@@ -5,7 +5,9 @@
 on both backends:
 
 * ``rt``: the runtime API (``cuda.bindings.runtime``, or the simulator's mirror of it);
-* device arrays: `to_device`, `device_array`, `pinned_array`;
+* device arrays: `to_device`, `device_array`, `pinned_array`, and mapped host memory:
+  `mapped_array` (``(kernel argument, host view)``), `watch_launch` and `counter_arrivals` (what a
+  running graph publishes there, as the host sees it, and when);
 * eager launches: ``launcher(kernel, grid, block, stream) -> callable(*args)``, and
   ``bare_launch`` (the same launch without labkit, to measure labkit's share beside it);
 * kernel-node parameter blocks, built once from kernel, grid, block and arguments:
@@ -29,6 +31,7 @@ import sys
 from ._choose import BackendError, choose
 
 __all__ = ["name", "reason", "error", "is_gpu", "rt", "to_device", "device_array", "pinned_array",
+           "mapped_array", "watch_launch", "counter_arrivals",
            "launcher", "bare_launch", "KernelParams", "host_us", "cpu_us", "start_trace", "stop_trace",
            "provenance", "course_size", "kernel_node_name", "frees_held", "BackendError"]
 
@@ -57,6 +60,9 @@ rt = _impl.rt
 to_device = _impl.to_device
 device_array = _impl.device_array
 pinned_array = _impl.pinned_array
+mapped_array = _impl.mapped_array
+watch_launch = _impl.watch_launch
+counter_arrivals = _impl.counter_arrivals
 launcher = _impl.launcher
 bare_launch = _impl.bare_launch
 KernelParams = _impl.KernelParams

@@ -31,7 +31,7 @@ def _bytes_cost(P, grid, block, *args):
 
 def _step_cost(P, grid, block, *args):
     """A decoder kernel's GPU time (µs): the measured time of the decoder's kernels (their mean,
-    ``decode_kernel_us``, from `labkit.cli.decode_costs`) in place of the tiny calibration
+    ``decode_kernel_us``, from `labkit.course.decode_costs`) in place of the tiny calibration
     kernel's launch floor, plus its bytes at device bandwidth. These kernels are latency-bound:
     block reductions whose every step waits on a ``syncthreads``, not the bytes they move."""
     nbytes = sum(int(getattr(a, "nbytes", 0)) for a in args)

@@ -28,7 +28,7 @@ def check_countdown(countdown, stream, starts=STARTS) -> dict:
     least once. Each iteration that finds work left (``left[0] > 0``) does one unit of it: adds
     1 to ``runs[0]`` and takes 1 from ``left[0]``; the loop must stop (condition 0) once no work
     is left. A launch from ``left = k`` therefore does exactly ``k`` units of work and leaves
-    ``left`` at 0, ``k = 0`` included. Tried for each ``k`` in ``starts`` in one graph, launched
+    ``left`` at 0, ``k = 0`` included, in ``k`` iterations (one from 0). Tried for each ``k`` in ``starts`` in one graph, launched
     once per start. Returns ``{k: runs}``.
     """
     if not isinstance(countdown, Kernel):
@@ -68,4 +68,10 @@ def check_countdown(countdown, stream, starts=STARTS) -> dict:
                 raise AssertionError(
                     f"starting from left = {k} the loop did {r} units of work, not {k}: count a "
                     "unit (runs[0] += 1) only in an iteration that takes one from left[0]")
+            if it != max(k, 1):
+                raise AssertionError(
+                    f"starting from left = {k} the loop ran {it} iterations for {k} "
+                    f"unit{'s' if k != 1 else ''} of work: an idle iteration costs a whole body "
+                    "(in the decoder, a whole step). Stop the loop in the iteration that takes "
+                    "the last unit, not in the next one")
     return got
