@@ -202,6 +202,12 @@ class DeviceLoop:
         self.exec.close()
         self.graph.close()
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
 
 @dataclass
 class StreamResult:
