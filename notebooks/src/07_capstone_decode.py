@@ -188,7 +188,7 @@ plot.amortization(graph.setup_us, np.median(eager.token_us), np.median(graph.tok
 # %%
 tls = {}
 for name in ("eager", "graph"):
-    dec._reset(model, PROMPT[0], stream)
+    dec.reset(model, PROMPT[0], stream)
     with timing.timeline(note=f"one token, {name}") as rec:
         if name == "eager":
             dec.step(model, stream)
@@ -240,8 +240,8 @@ for ax, p in zip(axes, priced):
 axes[0].set_ylabel("graph / eager, tokens per second")
 axes[1].axhspan(1.06, 1.2, color="0.85", zorder=0, label="llama.cpp, published (7B, batch 1)")
 axes[1].legend(fontsize=8, loc="upper right")
-fig.suptitle(f"07-5 The graph's gain by size and launch path: a model fed with figures "
-             f"{labkit.provenance()} (each panel its own scale)", fontsize=10)
+fig.suptitle("07-5 The graph's gain by size and launch path: a model on the package's "
+             "calibration, not a measurement (each panel its own scale)", fontsize=10)
 plt.show()
 reference.note("07")
 

@@ -27,7 +27,7 @@ block reduction they share), `model` (configuration, weights, buffers, one `step
 name is re-exported here, so ``from labkit.course import decoder as dec; dec.step(...)`` works.
 """
 from .generate import (DecodeResult, _reset, capture_step, generate_eager, generate_graph,
-                       generated, prefill)
+                       generated, prefill, reset)
 from .kernels import (EPS, KERNELS, TPB, advance, argmax, attn_out, attn_scores, block_reduce,
                       embed, matvec, residual_add, rmsnorm, silu, softmax, store_kv, load_prompt)
 from .model import Config, Model, launches, make_model, prompt_tokens, step, step_to_token
@@ -37,4 +37,4 @@ __all__ = ["Config", "Model", "make_model", "step", "step_to_token", "reference_
            "generate_graph", "capture_step", "DecodeResult", "KERNELS", "torch_generate", "TPB",
            "EPS", "block_reduce", "embed", "rmsnorm", "matvec", "store_kv", "attn_scores",
            "softmax", "attn_out", "residual_add", "silu", "argmax", "advance", "load_prompt",
-           "prefill", "generated", "launches", "prompt_tokens"]
+           "prefill", "generated", "reset", "launches", "prompt_tokens"]

@@ -14,7 +14,7 @@ from .kernels import load_prompt
 from .model import Model, _check_len, prompt_tokens, step
 
 __all__ = ["DecodeResult", "generate_eager", "capture_step", "generate_graph", "prefill",
-           "generated"]
+           "generated", "reset"]
 
 
 @dataclass
@@ -54,12 +54,16 @@ def _sync(stream):
         check(_rt.cudaStreamSynchronize(stream_handle(stream)), "synchronize")
 
 
-def _reset(m: Model, prompt_token: int, stream):
-    # Synchronous copies on the legacy stream: the decode stream is idle here (every caller
-    # synchronized it), and a synchronous copy is done when it returns.
+def reset(m: Model, prompt_token: int, stream):
+    """Put the decoder at position 0 with token ``prompt_token`` (waits for ``stream`` first)."""
+    # Synchronous copies on the legacy stream: the decode stream is idle here (we synchronized
+    # it), and a synchronous copy is done when it returns.
     _sync(stream)
     m.state["tok"].copy_to_device(np.array([prompt_token], np.int32))
     m.state["pos"].copy_to_device(np.zeros(1, np.int32))
+
+
+_reset = reset
 
 
 def _warm(m: Model, stream):
