@@ -155,7 +155,7 @@ class DeviceLoop:
             dec.step_to_token(m, stream)
             self._last_kernel(stream, cond)
         self.graph, self.condition, self.body = g, cond, body
-        # The H200 refused the Upload instantiate flag for conditional graphs; a one-token run
+        # CUDA refuses the Upload instantiate flag on a graph with conditional nodes; a one-token run
         # here does the upload, so no timed run() pays it
         self.exec = g.instantiate()
         self._h = stream_handle(stream)

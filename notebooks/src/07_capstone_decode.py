@@ -149,8 +149,11 @@ plot.latency_cdf({n: timing.Stats(r.inter_token_us, label=n) for n, r in rows.it
                  logx=True, title="07-2 Inter-token latency");
 
 # %% [markdown]
-# Read the two rows side by side: the time to first token moves little, since the prefill is
-# eager in both; the inter-token latency falls by about the factor the throughput rises. The
+# Read the two rows side by side: the time to first token differs only by its first step, since
+# the prefill is eager in both; the inter-token latency falls by about the factor the throughput
+# rises. (A graph for the prefill too would need one per prompt length, and a prompt's pass is
+# long enough to hide its launches: serving engines have mostly captured decode, and run the
+# prefill, or at least its attention, eagerly.) The
 # eager row is host time (a numba dispatch per kernel) and moves with your host's speed and
 # load; the graph row is mostly the GPU's time for the step's kernels. Where the eager curve of
 # 07-2 spreads out, the host's hiccups reach each token; the graph's curve is as steady as the
@@ -253,8 +256,9 @@ reference.note("07")
 #   is launch cost over GPU time, large for numba and real even for C++.
 # - **7B-class.** The step's kernels now take milliseconds, bound by memory bandwidth. A launch
 #   path faster than that hides behind the GPU, and the model gives it no gain (the graph even
-#   pays its small gap between nodes); a slower one (numba's dispatch, and in the model PyTorch's)
-#   still sets the pace, and the graph saves the difference.
+#   pays its small gap between nodes); a slower one still sets the pace, and the graph saves the
+#   difference. numba's dispatch is far slower; PyTorch's is close to the GPU's time, so its
+#   modelled gain is small whichever side it falls on.
 # - **What the model leaves out** is where llama.cpp's published 1.06–1.2× come from: the gap
 #   the GPU leaves between eagerly launched kernels, and the host's own work per token. At real
 #   size a graph is a few per cent, not a multiple; the multiple is a small model's, or a slow

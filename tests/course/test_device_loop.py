@@ -93,3 +93,12 @@ def test_k_steps_per_launch_stop_late_at_eos_with_numpys_tokens():
     r = dl.k_per_launch(m, ex, 4, 1, m.cfg.max_seq, s, eos)
     np.testing.assert_array_equal(r.tokens, ref[:n])
     assert r.stopped_at_eos and r.wasted == (-n) % 4
+
+
+def test_a_streamed_generation_inside_a_timeline_keeps_both(streaming):
+    from labkit import timing
+    m, loop = streaming
+    with timing.timeline("streamed") as rec:
+        r = loop.run(1, 10)
+    np.testing.assert_array_equal(r.tokens, dec.reference_generate(m, 1, 10))
+    assert any(s.name.startswith("WHILE") for s in rec.timeline.spans)
