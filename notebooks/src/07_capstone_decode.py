@@ -106,6 +106,7 @@ assert len(exec_step.graph.kernel_nodes()) == model.cfg.kernels_per_token
 
 # %%
 PROMPT = [1, 17, 42, 99]
+N_TOK = min(N_TOK, model.cfg.max_seq - (len(PROMPT) - 1))   # prompt and tokens share the KV cache
 ref = dec.reference_generate(model, PROMPT, N_TOK)
 eager = dec.generate_eager(model, PROMPT, N_TOK, stream)
 graph = dec.generate_graph(model, PROMPT, N_TOK, stream)
