@@ -186,7 +186,7 @@ plot.amortization(graph.setup_us, np.median(eager.token_us), np.median(graph.tok
 #
 # Eager: the CPU row is a wall of launches and the GPU row mostly gaps, since each kernel takes
 # less time than the CPU needs to launch the next. Graph: one launch call, then the kernels back
-# to back. The two timelines are drawn on one time axis. On a GPU the timeline is a CUPTI trace,
+# to back. The two timelines share one time axis. On a GPU the timeline is a CUPTI trace,
 # and tracing makes each launch a little dearer (the note under each figure says by how much).
 
 # %%
@@ -200,13 +200,13 @@ for name in ("eager", "graph"):
             exec_step.launch(stream)
         stream.synchronize()
     tls[name] = rec.timeline
-span = max(tl.end_us - tl.start_us for tl in tls.values())
 for name, tl in tls.items():
     gpu_rows = [r for r in tl.rows() if r != "CPU"]
     if gpu_rows:
         print(f"{name}: the GPU is busy {tl.busy_fraction(gpu_rows[0]):.0%} of the token's time")
-    plot.timeline(tl, title=f"07-4 One token, {name}", max_labels=0, window_us=span)
-    plt.show()
+plot.timelines([(tl, f"07-4 One token, {name}") for name, tl in tls.items()],
+               stream_names=show.stream_roles(*tls.values()), max_labels=0)
+plt.show()
 
 # %% [markdown]
 # ## 6. What if the model were real size?

@@ -43,7 +43,8 @@ model = dec.make_model(seed=0)
 step_exec = dec.capture_step(model, stream)
 with timing.timeline("three tokens, one graph each") as rec:
     dec.generate_graph(model, 1, 3, stream, exec_=step_exec)
-plot.timeline(rec.timeline, title="08-1 One graph per token: the host decides between tokens")
+plot.timeline(rec.timeline, title="08-1 One graph per token: the host decides between tokens",
+              stream_names=show.stream_roles(rec.timeline))
 plt.show()
 
 # %% [markdown]
