@@ -15,6 +15,7 @@ def test_the_stream_with_the_kernels_is_the_decode_stream_and_the_copies_are_nam
         ex = dec.capture_step(m, s)
         with timing.timeline("two tokens") as rec:
             dec.generate_graph(m, 1, 2, s, exec_=ex)
+        row = f"stream {labkit.stream_handle(s)}"
     names = show.stream_roles(rec.timeline)
     assert sorted(names.values()) == ["copies", "decode stream"]
-    assert names[f"stream {labkit.stream_handle(s)}"] == "decode stream"
+    assert names[row] == "decode stream"
