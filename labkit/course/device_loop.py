@@ -97,19 +97,20 @@ def _publish_ref(grid, block, ctl, tok, pos, done, out, h):
 @kernel(reference=_publish_ref, cost=_step_cost)
 def advance_stop_publish(ctl, tok, pos, done, out, h):
     """`advance_or_stop`, and publish the token just made to mapped host memory ``out``:
-    ``out[2 + i]`` is token ``i``, ``out[1]`` the stop code (2 at EOS) and ``out[0]`` how many
-    tokens there are, written last, after a system-wide fence, so a host that sees the count
-    sees the tokens too."""
+    ``out[2 + i]`` is token ``i``, ``out[0]`` how many tokens there are and ``out[1]`` the stop
+    code (2 at EOS). Each is written after a system-wide fence, so a host that sees the count
+    sees its tokens, and a host that sees the stop code sees the final count."""
     if cuda.grid(1) == 0:
         p = pos[0] + 1
         pos[0] = p
         out[2 + p - 1] = tok[0]
-        if tok[0] == ctl[0] or p >= ctl[1]:
-            done[0] = 2 if tok[0] == ctl[0] else 1
-            out[1] = done[0]
-            set_condition(h, 0)
         cuda.threadfence_system()
         out[0] = p
+        if tok[0] == ctl[0] or p >= ctl[1]:
+            done[0] = 2 if tok[0] == ctl[0] else 1
+            cuda.threadfence_system()
+            out[1] = done[0]
+            set_condition(h, 0)
 
 
 @dataclass

@@ -102,3 +102,16 @@ def test_a_streamed_generation_inside_a_timeline_keeps_both(streaming):
         r = loop.run(1, 10)
     np.testing.assert_array_equal(r.tokens, dec.reference_generate(m, 1, 10))
     assert any(s.name.startswith("WHILE") for s in rec.timeline.spans)
+
+
+def test_the_publishing_kernel_equals_its_reference_while_the_loop_goes_on():
+    import labkit._kernel as K
+    args = [np.array([-1, 64, 0], np.int32), np.array([42], np.int32), np.array([4], np.int32),
+            np.zeros(1, np.int32), np.zeros(2 + 64, np.int32), 0]
+    a = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
+    b = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
+    dl.advance_stop_publish.reference(K._dims(1), K._dims(1), *a)
+    dl.advance_stop_publish.simulate(1, 1, *b)
+    for x, y in zip(a[:5], b[:5]):
+        np.testing.assert_array_equal(x, y)
+    assert a[2][0] == 5 and a[4][0] == 5 and a[4][2 + 4] == 42 and a[4][1] == 0
