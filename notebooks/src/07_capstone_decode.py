@@ -224,14 +224,13 @@ plt.show()
 
 # %%
 priced = whatif.table()
-print(f"{'size':32s} {'kernels':>7s} {'GB/token':>9s} {'GPU µs':>8s}   host launches µs per token "
-      "(graph's modelled gain)")
 for p in priced:
-    host = "  ".join(f"{k} {v:,.0f} ({p.speedup[k]:.2f}×)" for k, v in p.host_us.items())
-    print(f"{p.label:32s} {p.kernels:7d} {p.gb:9.3f} {p.gpu_us:8,.0f}   {host}")
+    print(f"{p.label}: {p.kernels} kernels, {p.gb:.3f} GB read and written per token, "
+          f"GPU {p.gpu_us:,.0f} µs per token; one graph launch {p.graph_launch_us:.1f} µs")
     for k, v in p.host_us.items():
-        print(f"{'':36s}{k:8s} {'host-bound' if v > p.gpu_us else 'GPU-bound'}: the "
-              f"{'launches' if v > p.gpu_us else 'kernels'} set the pace")
+        pace = "host-bound: the launches" if v > p.gpu_us else "GPU-bound: the kernels"
+        print(f"    eager {k:8s} launches {v:9,.0f} µs per token  {pace} set the pace; "
+              f"graph / eager {p.speedup[k]:.2f}×")
 with plot.style():
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
 for ax, p in zip(axes, priced):

@@ -70,14 +70,16 @@ def step_bytes(c: Config, itemsize: int) -> list[tuple[str, int, int]]:
 @dataclass
 class Priced:
     """One size, priced: the step's ``kernels``, ``gb`` read and written per token, the GPU's
-    ``gpu_us`` per token, and per launch path the host's launch time per token (``host_us``)
-    and the modelled ``speedup`` of a graph over eager launches."""
+    ``gpu_us`` per token, per launch path the host's launch time per token (``host_us``) and
+    the modelled ``speedup`` of a graph over eager launches, and the graph's own launch
+    (``graph_launch_us``, one ``cudaGraphLaunch`` of the step)."""
     label: str
     kernels: int
     gb: float
     gpu_us: float
     host_us: dict
     speedup: dict
+    graph_launch_us: float = 0.0
 
 
 def price(c: Config, itemsize: int, label: str, P=None) -> Priced:
@@ -92,10 +94,10 @@ def price(c: Config, itemsize: int, label: str, P=None) -> Priced:
                          for _, a, _ in rows),
             "C++": n * ref["C++ <<<>>> launch, per kernel"],
             "PyTorch": n * ref["PyTorch eager op, per kernel"]}
-    graph = (P["graph_launch_base_us"] + P["launch_latency_us"]
-             + gpu + n * P["graph_node_gap_us"])
+    launch = P["graph_launch_base_us"] + P["graph_launch_per_node_us"] * n
+    graph = launch + P["launch_latency_us"] + gpu + n * P["graph_node_gap_us"]
     speed = {k: (max(h, gpu) + P["launch_latency_us"]) / graph for k, h in host.items()}
-    return Priced(label, n, sum(b for _, _, b in rows) / 1e9, gpu, host, speed)
+    return Priced(label, n, sum(b for _, _, b in rows) / 1e9, gpu, host, speed, launch)
 
 
 def table(sizes=None) -> list[Priced]:
