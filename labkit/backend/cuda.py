@@ -12,11 +12,13 @@ runtime's kernel-node calls refuse the nodes numba-cuda launches through cuda.co
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import re
 import time
 
+import numpy as np
 from cuda.bindings import driver
 from .._runtime12 import cuda_runtime
 
@@ -24,12 +26,16 @@ from .._runtime12 import cuda_runtime
 rt = cuda_runtime()
 from numba import cuda as _numba
 
-from .. import _capstack, _hostspans
 from .._errors import CudaError
-from .._handles import stream_handle
+from ._launch import eager_launch
+from ._numba_kernel import compiled_parts
 
-__all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "launcher",
-           "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace", "provenance"]
+# the names of labkit.backend._interface.Backend
+__all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "mapped_array",
+           "watch_launch", "counter_arrivals", "launcher",
+           "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace",
+           "stream_trace_id", "kernel_node_name", "provenance", "frees_held",
+           "make_set_condition"]
 
 IS_GPU = True
 _numba_streams: dict[int, object] = {}
@@ -57,6 +63,44 @@ def pinned_array(shape, dtype):
     return _numba.pinned_array(shape, dtype)
 
 
+# ------------------------------------------------------------------ mapped host memory
+
+def mapped_array(shape, dtype):
+    """``(kernel argument, host numpy view)`` of new mapped, pinned host memory (numba's
+    ``cuda.mapped_array``: ``cudaHostAlloc`` with ``cudaHostAllocMapped``); one object is both."""
+    a = _numba.mapped_array(shape, dtype)
+    return a, a
+
+
+@contextlib.contextmanager
+def watch_launch():
+    """Nothing to record on a GPU: the host reads mapped memory as the GPU writes it."""
+    yield None
+
+
+def counter_arrivals(host, count_index: int, done_index: int, watched, timeout_s: float = 60.0):
+    """Each advance of a counter in mapped memory, as the host sees it: ``(count, host µs)``.
+
+    The host spins on the counter (Python reads of host memory the GPU writes into) and yields
+    each new value with the time it saw it, until ``host[done_index]`` is non-zero and the
+    counter has not moved since.
+    """
+    seen = 0
+    deadline = time.monotonic() + timeout_s
+    while True:
+        count = int(host[count_index])
+        if count != seen:
+            seen = count
+            yield count, host_us()
+            deadline = time.monotonic() + timeout_s
+        elif int(host[done_index]):
+            if int(host[count_index]) == seen:
+                return
+        elif time.monotonic() > deadline:
+            raise TimeoutError(f"the counter in mapped memory stayed at {seen} for {timeout_s} s: "
+                               "did the graph run, and does its kernel publish there?")
+
+
 # ------------------------------------------------------------------ launch errors
 
 _DRIVER_ERR = re.compile(r"(CUDA_ERROR_[A-Z_]+)")
@@ -76,40 +120,38 @@ def _code_of(exc) -> int | None:
     return None
 
 
-def _launch_error(name, exc):
+HOST_ARRAY = " on a host array (numba would allocate a temporary device buffer for it)"
+
+
+def _launch_error(name, exc, args=()):
     code = _code_of(exc)
+    host = any(isinstance(a, np.ndarray) for a in args)
+    if code is None and host and "capturing stream" in str(exc):
+        # numba-cuda 0.30 takes the temporary buffer from cuda.core's memory pool, and cuda.core
+        # refuses a pool allocation on a capturing stream itself (a RuntimeError, before CUDA
+        # sees the call); the first allocation of a process may instead fail in CUDA with 900
+        code = int(rt.cudaError_t.cudaErrorStreamCaptureUnsupported)
     if code is None:
         raise exc
-    raise CudaError(code, f"launching {name}") from exc
+    raise CudaError(code, f"launching {name}" + (HOST_ARRAY if host else "")) from exc
 
 
 # ------------------------------------------------------------------ eager launch
 
 def launcher(k, grid, block, stream, owner=None):
     """``fn(*args)`` launching ``k`` on ``stream`` (a raw handle, or a cuda.core graph builder,
-    which numba-cuda launches into directly) through numba's own launch path.
-
-    ``owner``: the labkit.Stream the handle came from; a launch after it was closed is refused.
-    Inside a labkit capture the arguments are kept alive with the graph."""
+    which numba-cuda launches into directly) through numba's own launch path, with labkit's
+    span, closed-stream check and keep-alive (`_launch.eager_launch`)."""
     target = stream if not isinstance(stream, int) else _numba_stream(stream)
     config = k.dispatcher[grid, block, target]     # numba's launch configuration, made once
     name = k.name
-    label = f"launch {name}"
 
-    def launch(*args):
-        rec = _hostspans.active    # a timeline is open: numba's whole dispatch is the span
-        t0 = rec.now() if rec is not None else 0
-        if owner is not None and owner.handle is None:
-            stream_handle(owner)                   # raises: the stream was closed
+    def submit(*args):
         try:
             config(*args)
         except Exception as exc:   # numba raises CudaAPIError, cuda.core raises CUDAError
-            _launch_error(name, exc)
-        if rec is not None:
-            rec.add(label, "launch", t0)
-        if _capstack.open_count:   # the graph refers to buffers it does not own: keep them
-            _capstack.keep(args, k)
-    return launch
+            _launch_error(name, exc, args)
+    return eager_launch(k, owner, submit)
 
 
 # ------------------------------------------------------------------ parameter blocks
@@ -141,20 +183,14 @@ class KernelParams:
     """
 
     def __init__(self, k, grid, block, args):
-        disp = k.dispatcher
-        types = tuple(disp.typeof_pyval(a) for a in args)
-        compiled = disp.compile(types)
-        flat, retr = [], []
-        for t, v in zip(types, args):
-            compiled._prepare_args(t, v, 0, retr, flat)
-        if retr:   # numba would have copied something and copied it back: not a device array
-            raise TypeError("a parameter block takes device arrays only; use labkit.to_device")
+        parts = compiled_parts(k.dispatcher, args)
+        flat = parts.flat_args
         self.name, self.grid, self.block, self.args = k.name, grid, block, tuple(args)
         self._store = [_as_ctypes(v) for v in flat]       # the bytes the pointers point at
         self._ptrs = (ctypes.c_void_p * max(len(flat), 1))(
             *[ctypes.addressof(c) for c in self._store])
         self.address = ctypes.addressof(self._ptrs)
-        self.func = _function(int(compiled._codelibrary.get_cufunc().handle))
+        self.func = _function(parts.cufunc_handle)
         p = driver.CUDA_KERNEL_NODE_PARAMS()
         p.func = self.func
         p.gridDimX, p.gridDimY, p.gridDimZ = grid
@@ -254,6 +290,13 @@ def start_trace() -> bool:
 
 def stop_trace() -> list:
     return []
+
+
+def stream_trace_id(handle: int) -> int:
+    """CUPTI's number for stream ``handle`` in its records: the driver's id of the stream
+    (``cuStreamGetId``), or the handle where the driver cannot say."""
+    err, sid = driver.cuStreamGetId(driver.CUstream(int(handle)))
+    return int(sid) if not int(err) else int(handle)
 
 
 def kernel_node_name(node) -> str | None:
