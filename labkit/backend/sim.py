@@ -179,11 +179,12 @@ def launcher(k, grid, block, stream, owner=None):
                 raise CudaError(_hooks.refuse_in_capture(stream), f"launching {name}")
             _hooks.host_work(sum(2 * (P("memcpy_latency_us") + a.nbytes / (P("memcpy_GBps") * 1e3))
                                  for a in host))
-        # numba types and marshals each argument in Python: every device array past the
-        # calibration kernel's one adds its share to an eager launch
+        # numba types and marshals each argument in Python, capturing or not: every array past the
+        # calibration kernel's one adds its share, to an eager launch and to a captured one alike
         arrays = sum(1 for a in args if isinstance(a, np.ndarray) or _is_device_array(a))
-        cost = P("capture_launch_us") if capturing else (
-            P("numba_launch_us") + P("numba_launch_per_array_us") * max(arrays - 1, 0))
+        cost = (P("capture_launch_us") if capturing else P("numba_launch_us")) \
+            + P("numba_launch_per_array_us") * max(arrays - 1, 0) \
+            + _hooks.first_use("kernel_first_launch", func)     # numba's JIT and the module load
         err = _hooks.launch(func, grid, block, tuple(_param(a) for a in args), stream, cost)
         if int(err):
             raise CudaError(err, f"launching {name}")
@@ -208,6 +209,7 @@ class KernelParams:
             raise TypeError("a parameter block takes device arrays only; use labkit.to_device")
         self.name, self.grid, self.block, self.args = k.name, grid, block, tuple(args)
         self.func = _function(k)
+        _hooks.host_work(_hooks.first_use("kernel_first_launch", self.func))   # compiled here
         self._values = tuple(_param(a) for a in args)
         self.node_params = rt.cudaKernelNodeParams(self.func, _dim3(grid), _dim3(block), 0,
                                                    self._values)

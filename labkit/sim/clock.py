@@ -1,16 +1,25 @@
-"""The simulator's virtual, deterministic clock.
+"""The simulator's virtual clock.
 
 Host time advances by the calibrated cost of each call; GPU work is placed on per-stream
 timelines. While a trace is open, every host call and every piece of GPU work is recorded as a
 `Span` (row, name, start_us, end_us, kind), which is how the simulator draws timelines.
+
+The host is not perfectly steady, as a GPU server's is not (`HostNoise`): a kernel's first
+launch, a stream's and an event's first use cost extra (warm-up), the host runs at one speed for
+a stretch of time and then at another, and each call varies a little around its stretch's cost.
+All of it is drawn from the calibration's ``host_noise`` with a seeded generator, so a process
+sees the same figures run after run. ``LABKIT_SIM_SEED=N`` picks another seed (``random``: a new
+one each process); ``LABKIT_SIM_NOISE=0`` turns warm-up and noise off, for tests that need the
+model's exact figures.
 """
 from __future__ import annotations
 
+import os
 from typing import NamedTuple
 
 import numpy as np
 
-from .._calibration import jitter as _jitter, load, params as _params
+from .._calibration import host_noise as _host_noise, jitter as _jitter, load, params as _params
 
 
 class Span(NamedTuple):
@@ -22,15 +31,118 @@ class Span(NamedTuple):
     kind: str
 
 
+DEFAULT_SEED = 2024
+
+
+class HostNoise:
+    """How the simulated host departs from its steady costs, from a calibration's ``host_noise``.
+
+    * speed: host time is cut into stretches (exponential lengths, mean ``stretch_us``), each
+      run at one speed drawn from ``speed_ratios`` (a stretch's cost over the fastest one's, as
+      measured round by round on the GPU). The speed is a function of host time alone (from
+      ``origin_us``, when the host was made), so adding a call does not reshuffle the stretches.
+    * call jitter: each call's cost is multiplied by a ratio drawn from ``call_ratio``'s
+      quantile function.
+    * warm-up: `first_use` charges ``warmup_us[kind]`` once per kernel, stream or event.
+    """
+
+    _BATCH = 4096
+
+    def __init__(self, spec: dict, seed: int | None, origin_us: float = 0.0):
+        self.seed, self.origin_us = seed, origin_us
+        # two streams: the stretches' speeds depend on host time only, the calls' jitter on the calls
+        self._speed_rng, self._call_rng = (np.random.default_rng([seed, i]) if seed is not None
+                                           else np.random.default_rng() for i in (1, 2))
+        self._speeds = np.asarray(spec["speed_ratios"], float)
+        self._stretch = float(spec["stretch_us"])
+        self._q = np.asarray(spec["call_ratio"]["quantiles"], float)
+        self._r = np.asarray(spec["call_ratio"]["ratios"], float)
+        self.warmup = dict(spec["warmup_us"])
+        self._seen: set = set()
+        self._until, self._speed = origin_us, 1.0
+        self._ratios, self._i = np.empty(0), 0
+
+    def speed_at(self, t_us: float) -> float:
+        """The host's speed factor (cost over the fastest stretch's) at host time ``t_us``."""
+        while t_us >= self._until:
+            self._speed = float(self._speeds[self._speed_rng.integers(len(self._speeds))])
+            self._until += float(self._speed_rng.exponential(self._stretch))
+        return self._speed
+
+    def call_ratio(self) -> float:
+        if self._i >= len(self._ratios):
+            self._ratios = np.interp(self._call_rng.random(self._BATCH), self._q, self._r)
+            self._i = 0
+        self._i += 1
+        return float(self._ratios[self._i - 1])
+
+    def cost(self, cost_us: float, t_us: float) -> float:
+        """A call's cost, started at host time ``t_us``, on this host."""
+        if cost_us <= 0.0:
+            return cost_us
+        return cost_us * self.speed_at(t_us) * self.call_ratio()
+
+    def first_use(self, kind: str, key) -> float:
+        """The warm-up ``kind`` ('kernel_first_launch', 'stream_first_use', 'event_first_use')
+        costs the first time ``key`` is used in this process; 0.0 after that."""
+        if (kind, key) in self._seen:
+            return 0.0
+        self._seen.add((kind, key))
+        return float(self.warmup[kind])
+
+
+def _from_env() -> HostNoise | None:
+    flag = os.environ.get("LABKIT_SIM_NOISE", "1").strip().lower()
+    if flag in ("0", "off", "false", "no"):
+        return None
+    if flag not in ("1", "on", "true", "yes", ""):
+        raise ValueError(f"LABKIT_SIM_NOISE={flag!r}: use 1 (the default: warm-up and host noise "
+                         "as calibrated) or 0 (the model's exact figures)")
+    raw = os.environ.get("LABKIT_SIM_SEED", "").strip().lower()
+    if raw == "random":
+        seed = None
+    else:
+        try:
+            seed = int(raw) if raw else DEFAULT_SEED
+        except ValueError:
+            raise ValueError(f"LABKIT_SIM_SEED={raw!r}: use a whole number, or 'random' for a "
+                             "new seed each process") from None
+    return HostNoise(_host_noise(), seed, _state["host"])
+
+
 _state = {"host": 0.0, "cpu": 0.0}
 _trace: list | None = None
 _P = None
 _noise = False   # False: not looked up yet; None: no what-if noise
+_host: HostNoise | None | bool = False     # False: not looked up yet; None: a steady host
+
+
+def host() -> HostNoise | None:
+    """The simulated host's noise model, or None when ``LABKIT_SIM_NOISE=0``."""
+    global _host
+    if _host is False:
+        _host = _from_env()
+    return _host
+
+
+def reset_noise() -> None:
+    """Read ``LABKIT_SIM_NOISE`` and ``LABKIT_SIM_SEED`` again: a fresh, reseeded host."""
+    global _host, _noise
+    _host, _noise = False, False
+
+
+def first_use(kind: str, key) -> float:
+    """Warm-up µs for the first use of ``key`` (see `HostNoise.first_use`); 0.0 on a steady host."""
+    h = host()
+    return 0.0 if h is None else h.first_use(kind, key)
 
 
 def _noisy(cost_us: float) -> float:
-    """A host cost as the noisy-host what-if profile perturbs it (unchanged otherwise)."""
+    """A host cost as this host and the noisy-host what-if profile perturb it."""
     global _noise
+    h = host()
+    if h is not None:
+        cost_us = h.cost(cost_us, _state["host"])
     if _noise is False:
         _noise = _jitter()
     return cost_us if _noise is None else _noise(cost_us)
@@ -47,9 +159,9 @@ def P(name: str) -> float:
 def C(name: str, nodes: int) -> float:
     """A size-dependent cost (µs) for a graph of ``nodes`` nodes: the calibration's measured
     points, interpolated piecewise linearly (extrapolated from the last two beyond them)."""
-    entry = load()["params"].get(f"{name}_base_us", {})
-    if isinstance(entry, dict) and "sizes" in entry:
-        xs, ys = np.asarray(entry["sizes"], float), np.asarray(entry["measured"], float)
+    entry = load()["params"][f"{name}_base_us"]
+    if "sizes" in entry:
+        xs, ys = np.asarray(entry["sizes"], float), np.asarray(entry["per_size"], float)
         if nodes > xs[-1]:
             slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
             return float(ys[-1] + slope * (nodes - xs[-1]))
@@ -69,7 +181,8 @@ def api(name: str, cost_us: float, wait_until: float | None = None, spin: bool =
     """Advance the host clock for one call; a synchronizing call also waits for the GPU
     (spinning, so the wait is CPU time, unless ``spin`` is False: a blocking-sync wait)."""
     start = _state["host"]
-    end = start + _noisy(cost_us)
+    cost_us = _noisy(cost_us)
+    end = start + cost_us
     if wait_until is not None and wait_until > end:
         end = wait_until
     _state["host"] = end
