@@ -67,6 +67,7 @@ def cudaGraphLaunch(graphExec, stream):
         S.invalidate(s.capture)
         return (S.fail(E.cudaErrorStreamCaptureUnsupported),)
     host = _clock.C("graph_launch", _cond.count_nodes(x))   # bodies' nodes too
+    host += _clock.first_use("stream_first_use", s.handle)
     if not x.uploaded:
         host += _upload_us(x)
         x.uploaded = True

@@ -10,7 +10,7 @@ import labkit
 from labkit.cli import calibrate
 
 pytestmark = [pytest.mark.skipif(labkit.backend != "sim", reason="calibrates the simulator itself"),
-              pytest.mark.usefixtures("steady_host")]      # its exact figures, to give them back
+              pytest.mark.usefixtures("steady_host_module")]   # its exact figures, to give them back
 
 
 @pytest.fixture(scope="module")

@@ -143,3 +143,17 @@ def test_a_capture_charges_numbas_dispatch_per_array_as_an_eager_launch_does(hos
     assert one == pytest.approx(P("capture_launch_us"))
     assert captured == pytest.approx(P("capture_launch_us") + 2 * per_array)
     assert eager == pytest.approx(P("numba_launch_us") + 2 * per_array)
+
+
+def test_a_new_stream_and_a_new_event_pay_their_first_use_once(host, arrays):
+    warm = host("1").warmup
+    _, x = arrays
+    s, ev = labkit.Stream(), labkit.Event()
+
+    def timed(fn):
+        t0 = labkit.host_us(); fn(); return labkit.host_us() - t0
+    launches = [timed(lambda: add_one[4, 256, s](x)) for _ in range(2)]
+    records = [timed(lambda: labkit.rt.cudaEventRecord(ev.handle, s.handle)) for _ in range(2)]
+    s.synchronize(); ev.close(); s.close()
+    assert launches[0] - launches[1] > 0.5 * warm["stream_first_use"]
+    assert records[0] - records[1] > 0.5 * warm["event_first_use"]

@@ -47,6 +47,7 @@ def test_cpu_row_shows_each_labkit_call_once_as_what_it_is(stream):
                                   ("cudaGraphLaunch", "graph"), ("cudaStreamSynchronize", "sync")]
 
 
+@pytest.mark.usefixtures("steady_host")          # the model's exact figure
 def test_eager_launch_span_is_the_whole_dispatch_the_model_charges(stream):
     x = labkit.to_device(np.zeros(N, np.float32))
     with timing.timeline() as rec:
