@@ -4,11 +4,13 @@
 
 * ``call_ratio``: a trace of single ``cudaEventRecord`` calls, in blocks; each call over its
   block's median, as a quantile function (what one call adds or saves around its neighbours').
-* ``stretch_us``: how long the host keeps one speed, from the same trace: its length over the
-  number of stretches (a jump between two blocks' medians well beyond their sampling noise
-  starts a new one).
 * ``speed_ratios``: a round's figure over the fastest round's, for every host-paced figure of
-  the chain benchmark's rounds (`speed_ratios`).
+  the chain benchmark's rounds (`speed_ratios`); those above ``slow_above`` (1.25) are slow
+  stretches.
+* ``stretch_us``: a slow stretch's mean length, from the same trace (runs of blocks whose median
+  is over ``slow_above`` × the fastest block's); the trace's length where it saw none.
+* ``drift_us``: outside slow stretches, how long one speed lasts: the trace's length over the
+  number of jumps between two blocks' medians well beyond their sampling noise.
 * ``warmup_us``: a new kernel's first launch (numba's JIT, the module load), a new stream's first
   launch and a new event's first record, each less the same call when steady.
 """
@@ -20,9 +22,10 @@ import labkit
 from labkit import timing
 from labkit.backend import course_size
 
-__all__ = ["QUANTILES", "HOST_PACED", "call_trace", "speed_ratios", "warmup", "measure"]
+__all__ = ["QUANTILES", "SLOW_ABOVE", "HOST_PACED", "call_trace", "speed_ratios", "warmup", "measure"]
 
 QUANTILES = [0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999]
+SLOW_ABOVE = 1.25          # a round or block this much over the fastest: a slow stretch
 # the chain benchmark's figures that the host paces (graph_us_per_kernel is the GPU's, and
 # first_launch_us mostly the upload's)
 HOST_PACED = ["eager_us_per_kernel", "prepared_us_per_kernel", "graph_launch_us", "capture_us",
@@ -33,10 +36,11 @@ HOST_PACED = ["eager_us_per_kernel", "prepared_us_per_kernel", "graph_launch_us"
 def call_trace(stream, blocks: int | None = None, per_block: int = 50) -> dict:
     """``blocks`` × ``per_block`` single ``cudaEventRecord`` calls, each timed alone.
 
-    Returns ``call_ratio`` (quantiles and ratios), ``stretch_us`` and what they came from.
-    ``blocks``: 5000 on a GPU (about half a second), 400 on the simulator (each call is slower in
+    Returns ``call_ratio`` (quantiles and ratios), ``stretch_us``, ``drift_us`` and what they
+    came from.
+    ``blocks``: 20,000 on a GPU (a few seconds), 400 on the simulator (each call is slower in
     real time there)."""
-    blocks = blocks or course_size(cuda=5000, sim=400)
+    blocks = blocks or course_size(cuda=20000, sim=400)
     rt = labkit.rt
     ev = labkit.Event()
     h, sh = ev.handle, stream.handle
@@ -58,19 +62,26 @@ def call_trace(stream, blocks: int | None = None, per_block: int = 50) -> dict:
     ratios = np.concatenate(ratios)
     block_us = float(np.diff(starts).mean()) if blocks > 1 else float(np.sum(meds))
     span_us = block_us * blocks
-    # a change of speed is a jump between two blocks' medians well beyond their sampling noise
-    # (estimated from the typical jump, which the rare real changes hardly move)
-    d = np.abs(np.diff(np.log(np.asarray(meds))))
+    speed = np.asarray(meds) / min(meds)
+    # slow stretches: runs of blocks above SLOW_ABOVE × the fastest block
+    slow = speed > SLOW_ABOVE
+    runs = int(np.sum(slow[1:] & ~slow[:-1]) + slow[0]) if blocks else 0
+    if runs:
+        stretch, how = block_us * slow.sum() / runs, f"{runs} slow stretches"
+    else:
+        stretch, how = span_us, "no slow stretch in the trace: its length"
+    # drift, outside them: a jump between two blocks' medians well beyond their sampling noise
+    # (estimated from the typical jump, which the rarer real changes hardly move)
+    fast = np.log(speed[~slow])
+    d = np.abs(np.diff(fast))
     noise = float(np.median(d)) if len(d) else 0.0
     changes = int(np.sum(d > max(6 * noise, 0.02))) if len(d) else 0
-    stretch = span_us / (changes + 1)
-    how = (f"{changes} changes of speed" if changes else
-           "one speed over the whole trace: its length, a lower bound")
+    drift = block_us * len(fast) / (changes + 1)
     return {"call_ratio": {"quantiles": QUANTILES,
                            "ratios": [float(v) for v in np.quantile(ratios, QUANTILES)]},
-            "stretch_us": float(stretch),
+            "stretch_us": float(stretch), "drift_us": float(max(drift, block_us)),
             "about": f"{blocks} blocks of {per_block} cudaEventRecord calls, {block_us:.0f} µs a "
-                     f"block; stretch: {how}"}
+                     f"block: {how}, {changes} changes of speed outside them"}
 
 
 def speed_ratios(per_round: dict) -> list[float]:
@@ -151,4 +162,5 @@ def measure(stream, x, steady_kernel, per_round: dict, blocks: int | None = None
                        f"{len(HOST_PACED)} host-paced figures; warmup_us: new kernels, streams and "
                        "events against steady ones"),
             "call_ratio": trace["call_ratio"], "speed_ratios": speed_ratios(per_round),
-            "stretch_us": trace["stretch_us"], "warmup_us": warm}
+            "slow_above": SLOW_ABOVE, "stretch_us": trace["stretch_us"], "drift_us": trace["drift_us"],
+            "warmup_us": warm}

@@ -37,10 +37,12 @@ DEFAULT_SEED = 2024
 class HostNoise:
     """How the simulated host departs from its steady costs, from a calibration's ``host_noise``.
 
-    * speed: host time is cut into stretches (exponential lengths, mean ``stretch_us``), each
-      run at one speed drawn from ``speed_ratios`` (a stretch's cost over the fastest one's, as
-      measured round by round on the GPU). The speed is a function of host time alone (from
-      ``origin_us``, when the host was made), so adding a call does not reshuffle the stretches.
+    * speed: ``speed_ratios`` are rounds' figures over the fastest round's, as measured on the
+      GPU. Those above ``slow_above`` are slow stretches: the host spends that share of its time
+      in them, ``stretch_us`` long on average, each at one of those speeds. The rest of the time
+      the host drifts: every ``drift_us`` or so (exponential lengths) it takes one of the other
+      ratios. The speed is a function of host time alone (from ``origin_us``, when the host was
+      made), so adding a call does not reshuffle it.
     * call jitter: each call's cost is multiplied by a ratio drawn from ``call_ratio``'s
       quantile function.
     * warm-up: `first_use` charges ``warmup_us[kind]`` once per kernel, stream or event.
@@ -50,24 +52,48 @@ class HostNoise:
 
     def __init__(self, spec: dict, seed: int | None, origin_us: float = 0.0):
         self.seed, self.origin_us = seed, origin_us
-        # two streams: the stretches' speeds depend on host time only, the calls' jitter on the calls
-        self._speed_rng, self._call_rng = (np.random.default_rng([seed, i]) if seed is not None
-                                           else np.random.default_rng() for i in (1, 2))
-        self._speeds = np.asarray(spec["speed_ratios"], float)
-        self._stretch = float(spec["stretch_us"])
+        # one generator each: the slow stretches and the drift depend on host time only, the
+        # jitter on the calls
+        self._slow_rng, self._drift_rng, self._call_rng = (
+            np.random.default_rng([seed, i]) if seed is not None else np.random.default_rng()
+            for i in (1, 2, 3))
+        ratios = np.asarray(spec["speed_ratios"], float)
+        slow = ratios > spec["slow_above"]
+        self._slow_speeds, self._drifts = ratios[slow], ratios[~slow]
+        if not len(self._drifts):
+            self._drifts = np.array([1.0])
+        share = float(slow.mean())
+        self._slow_mean = float(spec["stretch_us"])
+        self._fast_mean = self._slow_mean * (1 - share) / share if share > 0 else float("inf")
+        self._drift_mean = float(spec["drift_us"])
         self._q = np.asarray(spec["call_ratio"]["quantiles"], float)
         self._r = np.asarray(spec["call_ratio"]["ratios"], float)
         self.warmup = dict(spec["warmup_us"])
         self._seen: set = set()
-        self._until, self._speed = origin_us, 1.0
+        # the host starts at speed; its first slow stretch comes after a fast period
+        self._slow, self._slow_speed = False, 1.0
+        self._slow_until = origin_us + float(self._slow_rng.exponential(min(self._fast_mean, 1e300)))
+        self._drift, self._drift_until = 1.0, origin_us
         self._ratios, self._i = np.empty(0), 0
 
+    @staticmethod
+    def _pick(rng, values) -> float:
+        return float(values[rng.integers(len(values))])
+
     def speed_at(self, t_us: float) -> float:
-        """The host's speed factor (cost over the fastest stretch's) at host time ``t_us``."""
-        while t_us >= self._until:
-            self._speed = float(self._speeds[self._speed_rng.integers(len(self._speeds))])
-            self._until += float(self._speed_rng.exponential(self._stretch))
-        return self._speed
+        """The host's speed factor (cost over the fastest round's) at host time ``t_us``."""
+        while t_us >= self._slow_until:
+            self._slow = not self._slow
+            if self._slow:
+                self._slow_speed = self._pick(self._slow_rng, self._slow_speeds)
+            self._slow_until += float(self._slow_rng.exponential(
+                self._slow_mean if self._slow else self._fast_mean))
+        if self._slow:
+            return self._slow_speed
+        while t_us >= self._drift_until:
+            self._drift = self._pick(self._drift_rng, self._drifts)
+            self._drift_until += float(self._drift_rng.exponential(self._drift_mean))
+        return self._drift
 
     def call_ratio(self) -> float:
         if self._i >= len(self._ratios):
