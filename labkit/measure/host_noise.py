@@ -4,11 +4,13 @@
 
 * ``call_ratio``: a trace of single ``cudaEventRecord`` calls, in blocks; each call over its
   block's median, as a quantile function (what one call adds or saves around its neighbours').
+* ``spikes``: the calls of that trace over ``SPIKE_ABOVE`` × their block's median were held up:
+  their share, and what they took beyond the median, as a quantile function.
 * ``speed_ratios``: a round's figure over the fastest round's, for every host-paced figure of
   the chain benchmark's rounds (`speed_ratios`); those above ``slow_above`` (1.25) are slow
   stretches.
 * ``stretch_us``: a slow stretch's mean length, from the same trace (runs of blocks whose median
-  is over ``slow_above`` × the fastest block's); the trace's length where it saw none.
+  is over ``slow_above`` × the fastest tenth's); the trace's length where it saw none.
 * ``drift_us``: outside slow stretches, how long one speed lasts: the trace's length over the
   number of jumps between two blocks' medians well beyond their sampling noise.
 * ``warmup_us``: a new kernel's first launch (numba's JIT, the module load), a new stream's first
@@ -22,10 +24,17 @@ import labkit
 from labkit import timing
 from labkit.backend import course_size
 
-__all__ = ["QUANTILES", "SLOW_ABOVE", "HOST_PACED", "call_trace", "speed_ratios", "warmup", "measure"]
+__all__ = ["QUANTILES", "SLOW_ABOVE", "SPIKE_ABOVE", "HOST_PACED", "call_trace", "speed_ratios", "warmup", "measure"]
 
 QUANTILES = [0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999]
 SLOW_ABOVE = 1.25          # a round or block this much over the fastest: a slow stretch
+SPIKE_ABOVE = 2.0          # a call this much over its block's median: held up, not jitter
+SPIKE_QUANTILES = [0.0, 0.5, 0.9, 0.99, 1.0]
+
+
+def ratios_split(ratios, per_block: int):
+    """``ratios`` (all blocks' calls, in order) cut back into blocks."""
+    return np.asarray(ratios).reshape(-1, per_block)
 # the chain benchmark's figures that the host paces (graph_us_per_kernel is the GPU's, and
 # first_launch_us mostly the upload's)
 HOST_PACED = ["eager_us_per_kernel", "prepared_us_per_kernel", "graph_launch_us", "capture_us",
@@ -60,11 +69,19 @@ def call_trace(stream, blocks: int | None = None, per_block: int = 50) -> dict:
     stream.synchronize()
     ev.close()
     ratios = np.concatenate(ratios)
+    over = np.concatenate([r * m for r, m in zip(ratios_split(ratios, per_block), meds)]) - np.repeat(meds, per_block)
+    held = ratios > SPIKE_ABOVE                  # far beyond the jitter: the call was held up
+    spikes = {"per_call": float(held.mean()), "quantiles": SPIKE_QUANTILES,
+              "us": [float(v) for v in np.quantile(over[held], SPIKE_QUANTILES)] if held.any()
+              else [0.0] * len(SPIKE_QUANTILES)}
+    ratios = ratios[~held]
     block_us = float(np.diff(starts).mean()) if blocks > 1 else float(np.sum(meds))
     span_us = block_us * blocks
-    speed = np.asarray(meds) / min(meds)
-    # slow stretches: runs of blocks above SLOW_ABOVE × the fastest block
-    slow = speed > SLOW_ABOVE
+    # the host at speed: the fastest tenth of the blocks (the very fastest is partly luck)
+    speed = np.asarray(meds) / np.percentile(meds, 10)
+    # slow stretches: runs of at least three blocks above SLOW_ABOVE × the host at speed
+    above = speed > SLOW_ABOVE
+    slow = above & (np.convolve(above, np.ones(3), "same") >= 2) if blocks > 2 else above
     runs = int(np.sum(slow[1:] & ~slow[:-1]) + slow[0]) if blocks else 0
     if runs:
         stretch, how = block_us * slow.sum() / runs, f"{runs} slow stretches"
@@ -79,7 +96,7 @@ def call_trace(stream, blocks: int | None = None, per_block: int = 50) -> dict:
     drift = block_us * len(fast) / (changes + 1)
     return {"call_ratio": {"quantiles": QUANTILES,
                            "ratios": [float(v) for v in np.quantile(ratios, QUANTILES)]},
-            "stretch_us": float(stretch), "drift_us": float(max(drift, block_us)),
+            "spikes": spikes, "stretch_us": float(stretch), "drift_us": float(max(drift, block_us)),
             "about": f"{blocks} blocks of {per_block} cudaEventRecord calls, {block_us:.0f} µs a "
                      f"block: {how}, {changes} changes of speed outside them"}
 
@@ -161,6 +178,6 @@ def measure(stream, x, steady_kernel, per_round: dict, blocks: int | None = None
                        f"speed_ratios from the chain benchmark's {rounds} rounds, "
                        f"{len(HOST_PACED)} host-paced figures; warmup_us: new kernels, streams and "
                        "events against steady ones"),
-            "call_ratio": trace["call_ratio"], "speed_ratios": speed_ratios(per_round),
+            "call_ratio": trace["call_ratio"], "spikes": trace["spikes"], "speed_ratios": speed_ratios(per_round),
             "slow_above": SLOW_ABOVE, "stretch_us": trace["stretch_us"], "drift_us": trace["drift_us"],
             "warmup_us": warm}

@@ -45,6 +45,8 @@ class HostNoise:
       made), so adding a call does not reshuffle it.
     * call jitter: each call's cost is multiplied by a ratio drawn from ``call_ratio``'s
       quantile function.
+    * spikes: a call is held up (preempted) with probability ``spikes.per_call``, for a time
+      drawn from ``spikes.us``'s quantile function, added after any wait it makes.
     * warm-up: `first_use` charges ``warmup_us[kind]`` once per kernel, stream or event.
     """
 
@@ -68,13 +70,16 @@ class HostNoise:
         self._drift_mean = float(spec["drift_us"])
         self._q = np.asarray(spec["call_ratio"]["quantiles"], float)
         self._r = np.asarray(spec["call_ratio"]["ratios"], float)
+        self._spike_p = float(spec["spikes"]["per_call"])
+        self._sq = np.asarray(spec["spikes"]["quantiles"], float)
+        self._su = np.asarray(spec["spikes"]["us"], float)
         self.warmup = dict(spec["warmup_us"])
         self._seen: set = set()
         # the host starts at speed; its first slow stretch comes after a fast period
         self._slow, self._slow_speed = False, 1.0
         self._slow_until = origin_us + float(self._slow_rng.exponential(min(self._fast_mean, 1e300)))
         self._drift, self._drift_until = 1.0, origin_us
-        self._ratios, self._i = np.empty(0), 0
+        self._ratios, self._spikes, self._i = np.empty(0), np.empty(0), 0
 
     @staticmethod
     def _pick(rng, values) -> float:
@@ -95,18 +100,23 @@ class HostNoise:
             self._drift_until += float(self._drift_rng.exponential(self._drift_mean))
         return self._drift
 
-    def call_ratio(self) -> float:
+    def call(self) -> tuple[float, float]:
+        """One call's (ratio, spike µs), from batches drawn ahead."""
         if self._i >= len(self._ratios):
-            self._ratios = np.interp(self._call_rng.random(self._BATCH), self._q, self._r)
+            rng, n = self._call_rng, self._BATCH
+            self._ratios = np.interp(rng.random(n), self._q, self._r)
+            self._spikes = np.where(rng.random(n) < self._spike_p,
+                                    np.interp(rng.random(n), self._sq, self._su), 0.0)
             self._i = 0
         self._i += 1
-        return float(self._ratios[self._i - 1])
+        return float(self._ratios[self._i - 1]), float(self._spikes[self._i - 1])
 
-    def cost(self, cost_us: float, t_us: float) -> float:
-        """A call's cost, started at host time ``t_us``, on this host."""
+    def cost(self, cost_us: float, t_us: float) -> tuple[float, float]:
+        """A call's (cost, spike µs), started at host time ``t_us``, on this host."""
         if cost_us <= 0.0:
-            return cost_us
-        return cost_us * self.speed_at(t_us) * self.call_ratio()
+            return cost_us, 0.0
+        ratio, spike = self.call()
+        return cost_us * self.speed_at(t_us) * ratio, spike
 
     def first_use(self, kind: str, key) -> float:
         """The warm-up ``kind`` ('kernel_first_launch', 'stream_first_use', 'event_first_use')
@@ -163,15 +173,16 @@ def first_use(kind: str, key) -> float:
     return 0.0 if h is None else h.first_use(kind, key)
 
 
-def _noisy(cost_us: float) -> float:
-    """A host cost as this host and the noisy-host what-if profile perturb it."""
+def _noisy(cost_us: float) -> tuple[float, float]:
+    """A host cost as this host and the noisy-host what-if profile perturb it: (cost, spike µs)."""
     global _noise
     h = host()
+    spike = 0.0
     if h is not None:
-        cost_us = h.cost(cost_us, _state["host"])
+        cost_us, spike = h.cost(cost_us, _state["host"])
     if _noise is False:
         _noise = _jitter()
-    return cost_us if _noise is None else _noise(cost_us)
+    return (cost_us if _noise is None else _noise(cost_us)), spike
 
 
 def P(name: str) -> float:
@@ -207,10 +218,11 @@ def api(name: str, cost_us: float, wait_until: float | None = None, spin: bool =
     """Advance the host clock for one call; a synchronizing call also waits for the GPU
     (spinning, so the wait is CPU time, unless ``spin`` is False: a blocking-sync wait)."""
     start = _state["host"]
-    cost_us = _noisy(cost_us)
+    cost_us, spike = _noisy(cost_us)
     end = start + cost_us
     if wait_until is not None and wait_until > end:
         end = wait_until
+    end += spike           # held up (preempted): after the wait too, as a spinning thread is
     _state["host"] = end
     # waits spin, as CUDA's default scheduling does; a blocking wait costs only the call
     _state["cpu"] += (end - start) if spin else min(cost_us, end - start)
@@ -222,9 +234,9 @@ def api(name: str, cost_us: float, wait_until: float | None = None, spin: bool =
 
 def host_work(cost_us: float) -> None:
     """Plain Python work on the host that the model charges (e.g. numba's dispatch)."""
-    cost_us = _noisy(cost_us)
-    _state["host"] += cost_us
-    _state["cpu"] += cost_us
+    cost_us, spike = _noisy(cost_us)
+    _state["host"] += cost_us + spike
+    _state["cpu"] += cost_us + spike
 
 
 def gpu_span(stream: int, name: str, start: float, end: float, kind: str, lane: int = 0) -> None:

@@ -77,7 +77,7 @@ def test_the_hosts_speed_is_a_function_of_time_whatever_calls_are_made(host):
     first = [h.speed_at(h.origin_us + t) for t in ts]
     h2 = host("1", 3)
     for _ in range(50):
-        h2.call_ratio()                                # calls draw from their own generator
+        h2.call()                                # calls draw from their own generator
     second = [h2.speed_at(h2.origin_us + t) for t in ts[::7]]
     assert first[::7] == second
     speeds = np.array(first)
