@@ -242,6 +242,7 @@ def test_the_graph_share_fit_never_goes_negative():
     assert added.per_node_us == 0.0 and added.fixed_us == pytest.approx(1.0)
 
 
+@pytest.mark.usefixtures("steady_host")          # compares the model's exact first costs
 def test_the_trace_probe_launches_through_labkit_and_keeps_its_records_named():
     probe = _trace.TraceProbe()
     costs = probe.host_costs_us()
