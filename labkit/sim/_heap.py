@@ -75,6 +75,31 @@ def new_alloc(nbytes, pinned=False, flags=0) -> Alloc:
     return a
 
 
+reserved: dict[int, int] = {}    # graph allocations' addresses -> size, backed or not
+
+
+def reserve(nbytes) -> int:
+    """A new simulated device address for ``nbytes``, with no memory behind it yet (a graph
+    allocation's, fixed when its node is made; `map_at` backs it)."""
+    addr = _next_addr[0]
+    _next_addr[0] += (int(nbytes) + 0xFFFF) & ~0xFFF | 0x10000
+    reserved[addr] = int(nbytes)
+    return addr
+
+
+def in_graph_allocation(addr: int, nbytes: int) -> bool:
+    """Whether [addr, addr+nbytes) lies in a graph allocation, backed now or not (what a
+    captured copy may name: the memory is there when the graph runs)."""
+    return any(a <= addr and addr + nbytes <= a + n for a, n in reserved.items())
+
+
+def map_at(addr: int, nbytes: int) -> Alloc:
+    """Back reserved address ``addr`` with fresh memory."""
+    a = Alloc(addr, int(nbytes))
+    allocs[addr] = a
+    return a
+
+
 def register(addr: int, nbytes: int, flags: int) -> Alloc:
     """Register the caller's host memory [addr, addr+nbytes) (its bytes stay where they are)."""
     buf = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(addr))

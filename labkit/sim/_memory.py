@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from cuda.bindings import runtime as _cr
 
-from . import _heap
+from .. import _calibration
+from . import _graphmem, _heap
 from . import _state as S
 from . import _work
 from . import clock as _clock
@@ -28,6 +29,9 @@ def cudaFree(devPtr):
     addr = _heap.ptr(devPtr)
     if addr == 0:                   # CUDA's documented no-op (the idiom that initializes it)
         return S.OK
+    if addr in _graphmem.sizes:     # a graph allocation, freed outside any graph
+        err = _graphmem.free(addr)
+        return (S.fail(err),) if err != E.cudaSuccess else S.OK
     a = _heap.allocs.get(addr)
     if a is None or a.freed or a.pinned:
         return (S.fail(E.cudaErrorInvalidValue),)
@@ -137,12 +141,19 @@ def cudaPointerGetAttributes(ptr):
 
 # ---------------------------------------------------------------- copies and memsets
 
+def _addressable(s, addr, count):
+    """Memory a copy on ``s`` may name: there now, or (while ``s`` captures) a graph
+    allocation's, which is there when the graph runs."""
+    return _heap.view(addr, count) is not None or (
+        s.capture is not None and _heap.in_graph_allocation(addr, count))
+
+
 def cudaMemcpyAsync(dst, src, count, kind, stream):
     s = S.stream(stream)
     if s is None:
         return (S.fail(E.cudaErrorInvalidResourceHandle),)
     dst, src, count = _heap.ptr(dst), _heap.ptr(src), int(count)
-    if _heap.view(dst, count) is None or _heap.view(src, count) is None:
+    if not (_addressable(s, dst, count) and _addressable(s, src, count)):
         return (S.fail(E.cudaErrorInvalidValue),)
     return (_work.submit(s, NT.cudaGraphNodeTypeMemcpy,
                          {"dst": dst, "src": src, "count": count,
@@ -150,12 +161,44 @@ def cudaMemcpyAsync(dst, src, count, kind, stream):
                          P("api_us"), "cudaMemcpyAsync"),)
 
 
+def cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, stream):
+    s = S.stream(stream)
+    if s is None:
+        return (S.fail(E.cudaErrorInvalidResourceHandle),)
+    dst, src, width, height = _heap.ptr(dst), _heap.ptr(src), int(width), int(height)
+    if width > int(dpitch) or width > int(spitch):
+        return (S.fail(E.cudaErrorInvalidPitchValue),)
+    rows = [(dst + r * int(dpitch), src + r * int(spitch)) for r in range(height)]
+    if not all(_addressable(s, d, width) and _addressable(s, x, width) for d, x in rows):
+        return (S.fail(E.cudaErrorInvalidValue),)
+    return (_work.submit(s, NT.cudaGraphNodeTypeMemcpy,
+                         {"dst": dst, "src": src, "count": width * height, "rows": rows,
+                          "width": width, "kind": _cr.cudaMemcpyKind(int(kind)),
+                          "name": "memcpy 2D"}, P("api_us"), "cudaMemcpy2DAsync"),)
+
+
+def cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind):
+    err = cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, 0)[0]
+    if err != E.cudaSuccess:
+        return (err,)
+    _clock.api("cudaMemcpy2D", P("sync_us"), wait_until=S.streams[0].ready_us)
+    return S.OK
+
+
+def cudaMemGetInfo():
+    """(free, total): the calibrated GPU's memory, less what the simulator holds allocated."""
+    total = int(_calibration.load().get("total_mem", 150109880320))
+    used = sum(a.nbytes for a in _heap.allocs.values() if not a.pinned)
+    return E.cudaSuccess, max(total - used, 0), total
+
+
 def cudaMemsetAsync(devPtr, value, count, stream):
     s = S.stream(stream)
     if s is None:
         return (S.fail(E.cudaErrorInvalidResourceHandle),)
     dst = _heap.ptr(devPtr)
-    if _heap.find(dst, int(count)) is None:
+    if _heap.find(dst, int(count)) is None and not (
+            s.capture is not None and _heap.in_graph_allocation(dst, int(count))):
         return (S.fail(E.cudaErrorInvalidValue),)
     return (_work.submit(s, NT.cudaGraphNodeTypeMemset,
                          {"dst": dst, "value": int(value), "count": int(count),
@@ -179,14 +222,10 @@ def cudaMemset(devPtr, value, count):
 
 # ---------------------------------------------------------------- stream-ordered allocation
 
-_graph_allocs: set[int] = set()   # addresses that captured mem-alloc nodes hand out
-
-
 def cudaMallocAsync(size, hStream):
     # Outside a capture, an allocation now (the simulator computes data at submission, so the
-    # stream order holds), and as potentially unsafe as cudaMalloc. In a capture, a mem-alloc
-    # node, whose address is fixed when captured (as CUDA's) and valid from then on: the node's
-    # memory is not taken back when the graph is destroyed.
+    # stream order holds), and as potentially unsafe as cudaMalloc. In a capture, an allocation
+    # node (`labkit.sim._graphmem`): its address is fixed now, its memory made at each launch.
     s = S.stream(hStream)
     if s is None:
         return (S.fail(E.cudaErrorInvalidResourceHandle), None)
@@ -194,25 +233,25 @@ def cudaMallocAsync(size, hStream):
         return cudaMalloc(size)
     if s.capture.status != _ACTIVE:
         return (S.fail(E.cudaErrorStreamCaptureInvalidated), None)
-    a = _heap.new_alloc(size)
-    _graph_allocs.add(a.addr)
-    _work.submit(s, NT.cudaGraphNodeTypeMemAlloc, {"dst": a.addr, "bytesize": int(size),
-                                                  "name": "mem alloc"}, P("api_us"),
-                 "cudaMallocAsync")
-    return E.cudaSuccess, a.addr
+    payload = _graphmem.alloc_payload(size)
+    if payload is None:
+        return (S.fail(E.cudaErrorInvalidValue), None)
+    _work.submit(s, NT.cudaGraphNodeTypeMemAlloc, payload, P("api_us"), "cudaMallocAsync")
+    return E.cudaSuccess, payload["dst"]
 
 
 def cudaFreeAsync(devPtr, hStream):
-    # Outside a capture, cudaFree's rules. In a capture, a mem-free node, for graph memory only:
-    # memory allocated outside any graph is cudaErrorInvalidValue and the capture stays active
-    # (H200). The node frees nothing in the simulator.
+    # Outside a capture, cudaFree's rules (a graph allocation included). In a capture, a free
+    # node, for graph memory only: memory allocated outside any graph is cudaErrorInvalidValue
+    # and the capture stays active (H200).
     s = S.stream(hStream)
     if s is None:
         return (S.fail(E.cudaErrorInvalidResourceHandle),)
     if s.capture is None:
         return cudaFree(devPtr)
     addr = _heap.ptr(devPtr)
-    if addr not in _graph_allocs or _heap.find(addr) is None:
-        return (S.fail(E.cudaErrorInvalidValue),)
+    err = _graphmem.free_error(s.capture.graph, addr)
+    if err is not None:
+        return (S.fail(err),)
     return (_work.submit(s, NT.cudaGraphNodeTypeMemFree, {"dst": addr, "name": "mem free"},
                          P("api_us"), "cudaFreeAsync"),)

@@ -135,3 +135,68 @@ def test_a_memcpy_node_takes_buffers_as_pointers_too(res, dptr):
     s = res.stream()
     assert rt.cudaGraphLaunch(ge, s) == OK and rt.cudaStreamSynchronize(s) == OK
     np.testing.assert_array_equal(out, src)
+
+
+# ------------------------------------------------------------------ structs and callbacks
+
+def test_device_properties_are_cuda_bindings_own_struct():
+    from cuda.bindings import runtime as cuda_rt
+    err, p = rt.cudaGetDeviceProperties(0)
+    assert err == E.cudaSuccess and isinstance(p, cuda_rt.cudaDeviceProp)
+    assert p.name.rstrip(b"\0") and p.warpSize == 32 and p.multiProcessorCount > 0
+    assert len(bytes(p.uuid.bytes)) == 16
+
+
+def test_a_captured_kernel_node_reads_back_as_cuda_bindings_struct(res):
+    from cuda.bindings import runtime as cuda_rt
+    from kernels import add_one
+    s, x = res.stream(), labkit.to_device(np.zeros(N, np.float32))
+    assert rt.cudaStreamBeginCapture(s, rt.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal) == OK
+    add_one[(2, 1), 32, s](x)
+    err, g = rt.cudaStreamEndCapture(s)
+    res.graph(g)
+    node = rt.cudaGraphGetNodes(g, 1)[1][0]
+    err, p = rt.cudaGraphKernelNodeGetParams(node)
+    assert err == E.cudaSuccess and isinstance(p, cuda_rt.cudaKernelNodeParams)
+    assert (p.gridDim.x, p.gridDim.y, p.blockDim.x) == (2, 1, 32)
+
+
+_calls: list = []
+_STREAM_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)(
+    lambda stream, status, data: _calls.append((status, data)))
+
+
+def test_stream_add_callback_calls_back_with_success_and_the_user_data(res):
+    s = res.stream()
+    _calls.clear()
+    cb = ctypes.cast(_STREAM_CB, ctypes.c_void_p).value
+    assert rt.cudaStreamAddCallback(s, rt.cudaStreamCallback_t(cb), 1234, 0) == OK
+    assert rt.cudaStreamSynchronize(s) == OK
+    assert _calls == [(0, 1234)]
+
+
+def test_a_2d_copy_moves_a_sub_matrix_row_by_row(dptr):
+    host = np.arange(64, dtype=np.float32).reshape(8, 8)
+    # rows 0..3, columns 0..3 of the host matrix into a packed 4x4 block on the device
+    assert rt.cudaMemcpy2D(dptr, 16, host, 32, 16, 4, H2D) == OK
+    out = np.zeros(16, np.float32)
+    assert rt.cudaMemcpy(out, dptr, 64, D2H) == OK
+    np.testing.assert_array_equal(out.reshape(4, 4), host[:4, :4])
+    assert rt.cudaMemcpy2D(dptr, 8, host, 32, 16, 4, H2D) == (E.cudaErrorInvalidPitchValue,)
+    rt.cudaGetLastError()
+
+
+def test_memory_info_counts_an_allocation_against_the_total():
+    err, free0, total = rt.cudaMemGetInfo()
+    assert err == E.cudaSuccess and 0 < free0 <= total
+    assert total == rt.cudaGetDeviceProperties(0)[1].totalGlobalMem
+    err, d = rt.cudaMalloc(64 << 20)
+    assert rt.cudaMemGetInfo()[1] <= free0 - (64 << 20)
+    assert rt.cudaFree(d) == OK
+
+
+def test_a_stream_reports_the_flags_it_was_made_with(res):
+    assert rt.cudaStreamGetFlags(res.stream(nonblocking=True)) == (
+        E.cudaSuccess, rt.cudaStreamNonBlocking)
+    assert rt.cudaStreamGetFlags(res.stream(nonblocking=False)) == (
+        E.cudaSuccess, rt.cudaStreamDefault)

@@ -66,6 +66,9 @@ def test_a_noisy_simulated_run_lies_within_the_h200s_own_rounds(gpu):
 
 
 def test_the_measured_benchmark_comes_from_several_rounds(gpu):
+    missing = [k for k in KEYS if k not in gpu]
+    assert not missing, (f"{MEASURED.name} lacks {missing}: run `python -m labkit calibrate` on "
+                         "the GPU, which writes every figure the simulator is compared against")
     assert gpu["backend"] == "cuda" and gpu["rounds"] >= 5
     for k in KEYS:
         assert len(gpu["per_round"][k]) == gpu["rounds"]
