@@ -226,6 +226,10 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
     P["blocking_sync_wake_us"] = _v(dc["blocking_sync_wake_us"], **src)
     P["blocking_sync_cpu_us"] = _v(max(dc["blocking_wait_cpu_us"] - P["sync_us"]["value"], 0.0), **src)
 
+    # the host's noise: a trace of single calls, new kernels, streams and events (host costs, so
+    # before CUPTI attaches), and the benchmark's rounds
+    noise = host_noise.measure(s, x, add_one, _bench_summary(benches)["per_round"])
+
     # One kernel's GPU time from a CUPTI trace, last of all: while CUPTI is attached every
     # launch is dearer, so no host cost may be measured after it.
     # A trace that fails must not lose the rounds measured above: fall back, and say why.
@@ -255,8 +259,6 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
                                 "one launch and its sync, less numba_launch_us and kernel_us")
     ex.close(); g.close()
     bench = _bench_summary(benches)
-    # last: the new kernels, streams and events of the warm-up must not warm anything above
-    noise = host_noise.measure(s, x, add_one, bench["per_round"])
     props = labkit.check(rt.cudaGetDeviceProperties(0))
     drv = labkit.check(rt.cudaDriverGetVersion())
     rtv = labkit.check(rt.cudaRuntimeGetVersion())
