@@ -1,0 +1,292 @@
+"""Notebook 10's helpers: the capstone's decode step piecewise, and the GPU-only comparison rows.
+
+* `step_launches` lists one decode step's launches (kernel, grid, block, arguments) in the order
+  `labkit.course.decoder.step` makes them; a test holds the two equal (same tokens, same count).
+* `PiecewiseStep` runs that step as vLLM's PIECEWISE mode does: the attention kernels
+  (scores, softmax, weighted sum) launched eagerly, every run of kernels between them replayed
+  as a captured graph. `generate_piecewise` decodes with it, like the decoder's
+  ``generate_eager`` / ``generate_graph``.
+* `mlp_block` is a small function of device arrays for `labkit.graphed`.
+* `torch_compile_generate` and `cupy_capture_generate`: the same step through
+  ``torch.compile(mode="reduce-overhead")`` and CuPy's stream capture; only on backend "cuda"
+  with those packages installed (they raise otherwise, saying so).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..backend import host_us
+from .._capture import capture
+from .._kernel import device_array
+from .decoder import (TPB, DecodeResult, advance, argmax, attn_out, attn_scores, embed, matvec,
+                      residual_add, rmsnorm, silu, softmax, store_kv)
+from .decoder.kernels import EPS
+
+__all__ = ["ATTENTION", "step_launches", "PiecewiseStep", "generate_piecewise", "mlp_block",
+           "torch_compile_generate", "cupy_capture_generate"]
+
+ATTENTION = (attn_scores, softmax, attn_out)   # the kernels a PIECEWISE engine runs eagerly
+
+
+def _blocks(n: int) -> int:
+    return (n + TPB - 1) // TPB
+
+
+def step_launches(m) -> list[tuple]:
+    """One decode step's launches ``(kernel, grid, block, args)``, in `decoder.step`'s order."""
+    c, d, s = m.cfg, m.dev, m.state
+    D, H = c.d_model, c.n_heads
+    g = _blocks(D)
+    out = [(embed, g, TPB, (d["E"], d["Pe"], s["tok"], s["pos"], s["x"]))]
+    for li, lw in enumerate(d["layers"]):
+        kc, vc = s["kc"][li], s["vc"][li]
+        out += [(rmsnorm, 1, TPB, (s["x"], lw["norm1"], s["h"])),
+                (matvec, D, TPB, (lw["Wq"], s["h"], s["q"])),
+                (matvec, D, TPB, (lw["Wk"], s["h"], s["k"])),
+                (matvec, D, TPB, (lw["Wv"], s["h"], s["v"])),
+                (store_kv, g, TPB, (s["k"], s["v"], kc, vc, s["pos"])),
+                (attn_scores, H, TPB, (s["q"], kc, s["pos"], s["scores"])),
+                (softmax, H, TPB, (s["scores"], s["pos"], s["probs"])),
+                (attn_out, D, TPB, (s["probs"], vc, s["pos"], s["att"])),
+                (matvec, D, TPB, (lw["Wo"], s["att"], s["o"])),
+                (residual_add, g, TPB, (s["x"], s["o"])),
+                (rmsnorm, 1, TPB, (s["x"], lw["norm2"], s["h"])),
+                (matvec, c.d_ff, TPB, (lw["Wup"], s["h"], s["u"])),
+                (silu, _blocks(c.d_ff), TPB, (s["u"],)),
+                (matvec, D, TPB, (lw["Wdown"], s["u"], s["o"])),
+                (residual_add, g, TPB, (s["x"], s["o"]))]
+    out += [(rmsnorm, 1, TPB, (s["x"], d["norm_f"], s["h"])),
+            (matvec, c.vocab, TPB, (d["W_out"], s["h"], s["logits"])),
+            (argmax, 1, TPB, (s["logits"], s["tok"], s["history"], s["pos"])),
+            (advance, 1, 1, (s["pos"],))]
+    return out
+
+
+def _launch(launches, stream) -> None:
+    for kern, grid, block, args in launches:
+        kern[grid, block, stream](*args)
+
+
+class PiecewiseStep:
+    """One decode step as graph pieces with eager launches between them.
+
+    Consecutive launches of kernels not in ``eager`` are captured into one graph each (a
+    *piece*); the kernels in ``eager`` are launched one by one between the pieces. With the
+    decoder's 4 layers and attention eager: 5 pieces and 12 eager kernels per token.
+    """
+
+    def __init__(self, m, stream, eager=ATTENTION):
+        self.segments: list[tuple[str, object]] = []
+        run: list = []
+        for launch in step_launches(m):
+            if launch[0] in eager:
+                if run:
+                    self.segments.append(("graph", run))
+                    run = []
+                if self.segments and self.segments[-1][0] == "eager":
+                    self.segments[-1][1].append(launch)
+                else:
+                    self.segments.append(("eager", [launch]))
+            else:
+                run.append(launch)
+        if run:
+            self.segments.append(("graph", run))
+        _launch(step_launches(m), stream)      # warm-up: every kernel compiled and loaded
+        stream.synchronize()
+        execs = []
+        for kind, launches in self.segments:
+            if kind == "graph":
+                with capture(stream) as cap:
+                    _launch(launches, stream)
+                ex = cap.graph.instantiate()
+                ex.upload(stream)
+                execs.append((kind, ex))
+            else:
+                execs.append((kind, launches))
+        stream.synchronize()
+        self._run = execs
+
+    @property
+    def pieces(self) -> int:
+        """Graphs replayed per step."""
+        return sum(1 for kind, _ in self._run if kind == "graph")
+
+    @property
+    def eager_kernels(self) -> int:
+        """Kernels launched eagerly per step."""
+        return sum(len(x) for kind, x in self._run if kind == "eager")
+
+    @property
+    def kernels(self) -> int:
+        """All kernels of one step (graph nodes and eager launches)."""
+        return sum(len(x) for _, x in self.segments)
+
+    def __call__(self, stream) -> None:
+        for kind, x in self._run:
+            if kind == "graph":
+                x.launch(stream)
+            else:
+                _launch(x, stream)
+
+
+def _reset(m, prompt_token: int, stream) -> None:
+    stream.synchronize()
+    m.state["tok"].copy_to_device(np.array([prompt_token], np.int32))
+    m.state["pos"].copy_to_device(np.zeros(1, np.int32))
+
+
+def generate_piecewise(m, prompt_token: int, n_tokens: int, stream, step=None) -> DecodeResult:
+    """Greedy decode with a `PiecewiseStep` (built here unless ``step`` is given)."""
+    if not 1 <= n_tokens <= m.cfg.max_seq:
+        raise ValueError(f"n_tokens must be 1..max_seq ({m.cfg.max_seq}), got {n_tokens}")
+    t0 = host_us()
+    pw = step if step is not None else PiecewiseStep(m, stream)
+    setup = host_us() - t0 if step is None else 0.0
+    _reset(m, prompt_token, stream)
+    lat = []
+    for _ in range(n_tokens):
+        t0 = host_us()
+        pw(stream)
+        stream.synchronize()
+        lat.append(host_us() - t0)
+    toks = m.state["history"].copy_to_host()
+    return DecodeResult(toks[:n_tokens].copy(), np.array(lat), setup, pw.kernels)
+
+
+def mlp_block(m, layer: int = 0):
+    """``fn(stream, x) -> y``: one layer's MLP half (RMSNorm, up, SiLU, down) of model ``m``,
+    out of place: it allocates its output and temporaries, for `labkit.graphed`."""
+    c, lw = m.cfg, m.dev["layers"][layer]
+
+    def mlp(stream, x):
+        h = device_array(c.d_model, np.float64)
+        u = device_array(c.d_ff, np.float64)
+        y = device_array(c.d_model, np.float64)
+        rmsnorm[1, TPB, stream](x, lw["norm2"], h)
+        matvec[c.d_ff, TPB, stream](lw["Wup"], h, u)
+        silu[_blocks(c.d_ff), TPB, stream](u)
+        matvec[c.d_model, TPB, stream](lw["Wdown"], u, y)
+        return y
+
+    return mlp
+
+
+def mlp_reference(m, x, layer: int = 0) -> np.ndarray:
+    """numpy's answer for `mlp_block`: what each graphed call must return."""
+    lw = m.weights["layers"][layer]
+    h = x / np.sqrt(np.mean(x * x) + EPS) * lw["norm2"]
+    u = lw["Wup"] @ h
+    return lw["Wdown"] @ (u / (1.0 + np.exp(-u)))
+
+
+def _need_gpu(what: str):
+    from .. import backend
+    if backend.name != "cuda":
+        raise RuntimeError(f"{what} needs a GPU (backend 'cuda'); this is backend "
+                           f"{backend.name!r}. On the simulator, run labkit's equivalent instead")
+
+
+def torch_compile_generate(m, prompt_token: int, n_tokens: int, warmup: int = 3) -> DecodeResult:
+    """The capstone's step as a function compiled by ``torch.compile(mode="reduce-overhead")``.
+
+    PyTorch records CUDA graphs itself (CUDA graph trees, one recording per input shape), after
+    warm-up runs; each token calls ``torch.compiler.cudagraph_mark_step_begin()`` first, which
+    tells it a new iteration begins. The KV cache, token and position live in tensors the step
+    mutates in place, as in `labkit.course.decoder.torch_generate`. Backend "cuda" only.
+    """
+    _need_gpu("torch.compile")
+    import torch
+    c, w = m.cfg, m.weights
+    dev = torch.device("cuda")
+
+    def T(a):
+        return torch.as_tensor(np.ascontiguousarray(a), device=dev)
+
+    E, Pe, nf, Wout = T(w["E"]), T(w["Pe"]), T(w["norm_f"]), T(w["W_out"])
+    L = [{k: T(v) for k, v in lw.items()} for lw in w["layers"]]
+    H, hd, S = c.n_heads, c.d_model // c.n_heads, c.max_seq
+    kc = torch.zeros(len(L), S, c.d_model, dtype=torch.float64, device=dev)
+    vc = torch.zeros(len(L), S, c.d_model, dtype=torch.float64, device=dev)
+    tok = torch.zeros(1, dtype=torch.long, device=dev)
+    pos = torch.zeros(1, dtype=torch.long, device=dev)
+    hist = torch.zeros(S, dtype=torch.long, device=dev)
+    ar = torch.arange(S, device=dev)
+
+    def norm(x, g):
+        return x * torch.rsqrt((x * x).mean() + EPS) * g
+
+    def one_step(tok, pos, kc, vc, hist):
+        x = E.index_select(0, tok)[0] + Pe.index_select(0, pos)[0]
+        mask = ar > pos
+        for li, lw in enumerate(L):
+            h = norm(x, lw["norm1"])
+            q = lw["Wq"] @ h
+            kc[li].index_copy_(0, pos, (lw["Wk"] @ h)[None])
+            vc[li].index_copy_(0, pos, (lw["Wv"] @ h)[None])
+            sc = torch.einsum("hd,thd->ht", q.view(H, hd), kc[li].view(S, H, hd)) / math.sqrt(hd)
+            pr = torch.softmax(sc.masked_fill(mask[None], float("-inf")), dim=1)
+            att = torch.einsum("ht,thd->hd", pr, vc[li].view(S, H, hd)).reshape(-1)
+            x = x + lw["Wo"] @ att
+            u = lw["Wup"] @ norm(x, lw["norm2"])
+            x = x + lw["Wdown"] @ torch.nn.functional.silu(u)
+        nxt = torch.argmax(Wout @ norm(x, nf)).view(1)
+        tok.copy_(nxt)
+        hist.index_copy_(0, pos, nxt)
+        pos.add_(1)
+
+    step = torch.compile(one_step, mode="reduce-overhead")
+    for _ in range(warmup):
+        pos.zero_()
+        torch.compiler.cudagraph_mark_step_begin()
+        step(tok, pos, kc, vc, hist)
+    torch.cuda.synchronize()
+    tok.fill_(int(prompt_token))
+    pos.zero_()
+    kc.zero_()
+    vc.zero_()
+    torch.cuda.synchronize()
+    lat = []
+    for _ in range(n_tokens):
+        t0 = host_us()
+        torch.compiler.cudagraph_mark_step_begin()
+        step(tok, pos, kc, vc, hist)
+        torch.cuda.synchronize()
+        lat.append(host_us() - t0)
+    toks = hist.cpu().numpy()[:n_tokens].astype(np.int32)
+    return DecodeResult(toks, np.array(lat), 0.0, -1)
+
+
+def cupy_capture_generate(m, prompt_token: int, n_tokens: int) -> DecodeResult:
+    """The capstone's numba step captured by CuPy: ``cupy.cuda.Stream.begin_capture`` /
+    ``end_capture`` around the same launches, made on that stream through numba's
+    ``cuda.external_stream``, then ``Graph.launch`` per token. Backend "cuda" only."""
+    _need_gpu("CuPy's stream capture")
+    import cupy
+    from numba import cuda
+    from .decoder import step as dec_step
+
+    cs = cupy.cuda.Stream(non_blocking=True)
+    ns = cuda.external_stream(cs.ptr)
+    _launch(step_launches(m), ns)          # warm-up outside the capture
+    cs.synchronize()
+    t0 = host_us()
+    cs.begin_capture()
+    dec_step(m, ns)
+    graph = cs.end_capture()
+    if hasattr(graph, "upload"):           # CuPy's Graph.upload: the first launch is not slower
+        graph.upload(cs)
+    cs.synchronize()
+    setup = host_us() - t0
+    cs.synchronize()
+    m.state["tok"].copy_to_device(np.array([prompt_token], np.int32))
+    m.state["pos"].copy_to_device(np.zeros(1, np.int32))
+    lat = []
+    for _ in range(n_tokens):
+        t0 = host_us()
+        graph.launch(cs)
+        cs.synchronize()
+        lat.append(host_us() - t0)
+    toks = m.state["history"].copy_to_host()
+    return DecodeResult(toks[:n_tokens].copy(), np.array(lat), setup, m.cfg.kernels_per_token)
