@@ -37,6 +37,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._capture import capture
+from ._errors import check
+from .backend import rt
 from ._kernel import device_array
 from ._streams import Stream
 
@@ -122,8 +124,11 @@ class Graphed:
         for a, dst in zip(args, self.static_inputs):
             if isinstance(a, np.ndarray):
                 dst.copy_to_device(np.ascontiguousarray(a))
-            else:
-                dst.copy_to_device(a)
+            else:                          # a device array: one device-to-device copy
+                check(rt.cudaMemcpy(dst.device_ctypes_pointer.value,
+                                    a.device_ctypes_pointer.value, dst.nbytes,
+                                    rt.cudaMemcpyKind.cudaMemcpyDeviceToDevice),
+                      "cudaMemcpy (argument into its static input)")
 
     def __call__(self, *args):
         """Copy ``args`` into the static inputs, replay, wait; return the static outputs."""
