@@ -93,6 +93,9 @@ class Graphed:
         with capture(self.stream, mode="relaxed") as cap:
             out = fn(self.stream, *self.static_inputs)
         single = _is_array(out)
+        if not single and not isinstance(out, (tuple, list)):
+            raise TypeError(f"fn returned {type(out).__name__}: return the device array (or a "
+                            "tuple of the device arrays) its kernels write")
         outs = (out,) if single else tuple(out)
         for i, o in enumerate(outs):
             if not _is_array(o):

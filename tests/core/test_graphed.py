@@ -111,5 +111,7 @@ def test_buffers_the_function_allocates_are_allocated_once_at_capture_and_kept()
 
 
 def test_a_function_that_returns_no_array_is_refused():
-    with pytest.raises(TypeError, match=r"^fn returned NoneType as output 0: return the device"):
+    with pytest.raises(TypeError, match=r"^fn returned NoneType as output 1: return the device"):
         labkit.graphed(lambda s, x: (_in_place(s, x), None), _ramp(0))
+    with pytest.raises(TypeError, match=r"^fn returned NoneType: return the device array"):
+        labkit.graphed(lambda s, x: None, _ramp(0))
