@@ -17,7 +17,7 @@ here.
 
 import numpy as _np
 
-from . import _heap, _work, clock
+from . import _heap, _params, _work, clock
 from . import _state as S
 
 P = clock.P
@@ -43,9 +43,9 @@ def pinned_buffer(addr: int):
 def release(addr: int) -> None:
     """Free an allocation whose array was collected (numba's deferred cuMemFree). Its address is
     never reused, so any later use of it is seen."""
-    a = _heap.allocs.pop(addr, None)
+    a = _heap.allocs.get(addr)
     if a is not None:
-        a.freed = True
+        _heap.release(a)
 
 
 class ArrayArg:
@@ -88,6 +88,17 @@ def register_function(name, run, gpu_us) -> int:
     handle = next(S.ids)
     S.functions[handle] = S.Function(name, run, gpu_us)
     return handle
+
+
+def kernel_node_params(func: int, grid, block, values):
+    """cuda-bindings' ``cudaKernelNodeParams`` for a registered function, its ``kernelParams`` a
+    parameter block of ``values`` the simulator can read (what numba's block is on a GPU)."""
+    return _params.kernel_params(func, grid, block, values)
+
+
+def kernel_param_values(params) -> tuple:
+    """The parameter values of a ``cudaKernelNodeParams`` the simulator built."""
+    return _params.values_of(int(params.kernelParams))
 
 
 def function_name(func: int) -> str | None:

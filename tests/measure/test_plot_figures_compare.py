@@ -11,7 +11,6 @@ import matplotlib
 matplotlib.use("Agg")  # before pyplot: CI has no display
 
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 
@@ -152,3 +151,25 @@ def test_no_drawing_module_is_hidden_by_a_function_of_the_same_name():
         module = importlib.import_module(f"labkit.measure.plot.{name}")
         assert getattr(plot, name, module) is module, \
             f"labkit.plot.{name} is not the module {name}.py: rename one of the two"
+
+
+def test_a_gpu_trace_names_a_stream_by_its_trace_id_and_an_unmatched_name_is_no_error(monkeypatch):
+    from labkit.measure.plot import _axes
+    traced = Timeline([Span("CPU", "cudaLaunchKernel", 0.0, 5.0, "launch"),
+                       Span("stream 13", "a", 5.0, 50.0, "kernel")], source="cupti")
+    monkeypatch.setattr(_axes, "stream_row", lambda handle: {4096: "stream 13"}.get(handle, "?"))
+    ax = plot.timeline(traced, stream_names={_FakeStream(4096): "origin", 8192: "side 1"},
+                       provenance=PROV)
+    assert _row_labels(ax) == ["CPU", "origin"]
+
+
+def test_the_style_file_ships_with_the_package():
+    try:
+        import tomllib
+    except ImportError:   # Python 3.10
+        import tomli as tomllib
+    root = PLOT_DIR.parents[2]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["labkit"]
+    style_file = theme.STYLE_FILE.relative_to(root / "labkit").as_posix()
+    assert any(Path(style_file).match(p) for p in patterns), (style_file, patterns)

@@ -16,7 +16,6 @@ The capture-mode matrix is the course's (`labkit.course.capture_modes.plot_matri
 from __future__ import annotations
 
 import labkit
-from labkit.backend import is_gpu
 from labkit.measure.plot import _axes
 from labkit.measure.plot._axes import model_provenance, savefig, shape_provenance
 from labkit.measure.plot.bar_plots import bars
@@ -41,8 +40,13 @@ def _active_provenance() -> str:
 
 
 def _active_shape_where() -> str:
-    return labkit.device_name() if is_gpu else "the simulator"
+    return labkit.device_name() if labkit.backend.is_gpu else "the simulator"
+
+
+def _active_stream_row(handle: int) -> str:
+    return f"stream {labkit.backend.stream_trace_id(handle)}"
 
 
 _axes.default_provenance = _active_provenance
 _axes.default_shape_where = _active_shape_where
+_axes.stream_row = _active_stream_row
