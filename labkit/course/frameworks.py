@@ -14,9 +14,11 @@
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
+from .. import _nvtx
 from ..backend import host_us
 from .._capture import capture
 from .._kernel import device_array
@@ -24,8 +26,20 @@ from .decoder import (TPB, DecodeResult, advance, argmax, attn_out, attn_scores,
                       residual_add, rmsnorm, silu, softmax, store_kv)
 from .decoder.kernels import EPS
 
-__all__ = ["ATTENTION", "step_launches", "PiecewiseStep", "generate_piecewise", "mlp_block",
+__all__ = ["ATTENTION", "step_launches", "PiecewiseStep", "generate_piecewise", "reset",
+           "mlp_block", "mlp_reference", "NVTX_PHASES", "nvtx_range_us",
            "torch_compile_generate", "cupy_capture_generate"]
+
+NVTX_PHASES = tuple(_nvtx.PHASES)       # labkit's NVTX ranges, in the domain _nvtx.DOMAIN
+
+
+def nvtx_range_us(n: int = 20000) -> float:
+    """Real (not simulated) µs of one labkit NVTX range, push and pop, timed over ``n``."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        _nvtx.push("launch")
+        _nvtx.pop()
+    return (time.perf_counter() - t0) / n * 1e6
 
 ATTENTION = (attn_scores, softmax, attn_out)   # the kernels a PIECEWISE engine runs eagerly
 
@@ -131,7 +145,9 @@ class PiecewiseStep:
                 _launch(x, stream)
 
 
-def _reset(m, prompt_token: int, stream) -> None:
+def reset(m, prompt_token: int, stream) -> None:
+    """Set the decode state to the start: ``prompt_token`` at position 0 (``stream`` is
+    synchronized first; the copies are synchronous)."""
     stream.synchronize()
     m.state["tok"].copy_to_device(np.array([prompt_token], np.int32))
     m.state["pos"].copy_to_device(np.zeros(1, np.int32))
@@ -144,7 +160,7 @@ def generate_piecewise(m, prompt_token: int, n_tokens: int, stream, step=None) -
     t0 = host_us()
     pw = step if step is not None else PiecewiseStep(m, stream)
     setup = host_us() - t0 if step is None else 0.0
-    _reset(m, prompt_token, stream)
+    reset(m, prompt_token, stream)
     lat = []
     for _ in range(n_tokens):
         t0 = host_us()

@@ -2,7 +2,8 @@
 
 The Trace Event Format's JSON object form: ``{"traceEvents": [...], "displayTimeUnit": "ns",
 "otherData": {...}}``. Each span becomes one complete event (``"ph": "X"``) with ``ts`` and
-``dur`` in microseconds (the format's unit; the timeline's start is ``ts`` 0), ``name``, ``cat``
+``dur`` in microseconds (the format's unit; the timeline's start is ``ts`` 0; rounded to the
+nanosecond), ``name``, ``cat``
 (the span's kind) and ``args`` (correlation id, graph id, the tracer's added time). The host
 rows are threads of one process ("host"), the GPU rows threads of another ("GPU"); metadata
 events (``"ph": "M"``: ``process_name``, ``thread_name``, ``thread_sort_index``) name them and
@@ -90,8 +91,8 @@ def chrome_trace(timeline: Timeline) -> dict:
             if s.added_us:
                 args["added_by_tracer_us"] = s.added_us
             events.append({"ph": "X", "name": s.name, "cat": s.kind, "pid": pid,
-                           "tid": first_tid + lane, "ts": s.start_us - t0,
-                           "dur": s.duration_us, "args": args})
+                           "tid": first_tid + lane, "ts": round(s.start_us - t0, 3),
+                           "dur": round(s.duration_us, 3), "args": args})
     return {"traceEvents": meta + events, "displayTimeUnit": "ns",
             "otherData": {"source": timeline.source, "note": timeline.note,
                           "time_unit": "us", "origin_us": t0}}
