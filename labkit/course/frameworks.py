@@ -205,72 +205,83 @@ def _need_gpu(what: str):
 
 
 def torch_compile_generate(m, prompt_token: int, n_tokens: int, warmup: int = 3) -> DecodeResult:
-    """The capstone's step as a function compiled by ``torch.compile(mode="reduce-overhead")``.
+    """The capstone's step as a module compiled by ``torch.compile(mode="reduce-overhead")``.
 
-    PyTorch records CUDA graphs itself (CUDA graph trees, one recording per input shape), after
-    warm-up runs; each token calls ``torch.compiler.cudagraph_mark_step_begin()`` first, which
-    tells it a new iteration begins. The KV cache, token and position live in tensors the step
-    mutates in place, as in `labkit.course.decoder.torch_generate`. Backend "cuda" only.
+    PyTorch records CUDA graphs itself (CUDA graph trees) after warm-up runs; each token calls
+    ``torch.compiler.cudagraph_mark_step_begin()`` first, which tells it a new iteration begins.
+    The weights and the decode state (KV cache, token, position, history) are the module's
+    buffers, so their addresses are static and the step may update the state in place inside the
+    graph, as `labkit.course.decoder.torch_generate` does with ``torch.cuda.graph``. Backend
+    "cuda" only.
     """
     _need_gpu("torch.compile")
     import torch
     c, w = m.cfg, m.weights
-    dev = torch.device("cuda")
+    H, hd, S, nl = c.n_heads, c.d_model // c.n_heads, c.max_seq, c.n_layers
 
-    def T(a):
-        return torch.as_tensor(np.ascontiguousarray(a), device=dev)
+    class Step(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
 
-    E, Pe, nf, Wout = T(w["E"]), T(w["Pe"]), T(w["norm_f"]), T(w["W_out"])
-    L = [{k: T(v) for k, v in lw.items()} for lw in w["layers"]]
-    H, hd, S = c.n_heads, c.d_model // c.n_heads, c.max_seq
-    kc = torch.zeros(len(L), S, c.d_model, dtype=torch.float64, device=dev)
-    vc = torch.zeros(len(L), S, c.d_model, dtype=torch.float64, device=dev)
-    tok = torch.zeros(1, dtype=torch.long, device=dev)
-    pos = torch.zeros(1, dtype=torch.long, device=dev)
-    hist = torch.zeros(S, dtype=torch.long, device=dev)
-    ar = torch.arange(S, device=dev)
+            def buf(name, a):
+                self.register_buffer(name, torch.as_tensor(np.ascontiguousarray(a)))
 
-    def norm(x, g):
-        return x * torch.rsqrt((x * x).mean() + EPS) * g
+            for k in ("E", "Pe", "norm_f", "W_out"):
+                buf(k, w[k])
+            for li, lw in enumerate(w["layers"]):
+                for k, v in lw.items():
+                    buf(f"{k}_{li}", v)
+            buf("kc", np.zeros((nl, S, c.d_model)))
+            buf("vc", np.zeros((nl, S, c.d_model)))
+            buf("tok", np.zeros(1, np.int64))
+            buf("pos", np.zeros(1, np.int64))
+            buf("hist", np.zeros(S, np.int64))
+            buf("ar", np.arange(S, dtype=np.int64))
 
-    def one_step(tok, pos, kc, vc, hist):
-        x = E.index_select(0, tok)[0] + Pe.index_select(0, pos)[0]
-        mask = ar > pos
-        for li, lw in enumerate(L):
-            h = norm(x, lw["norm1"])
-            q = lw["Wq"] @ h
-            kc[li].index_copy_(0, pos, (lw["Wk"] @ h)[None])
-            vc[li].index_copy_(0, pos, (lw["Wv"] @ h)[None])
-            sc = torch.einsum("hd,thd->ht", q.view(H, hd), kc[li].view(S, H, hd)) / math.sqrt(hd)
-            pr = torch.softmax(sc.masked_fill(mask[None], float("-inf")), dim=1)
-            att = torch.einsum("ht,thd->hd", pr, vc[li].view(S, H, hd)).reshape(-1)
-            x = x + lw["Wo"] @ att
-            u = lw["Wup"] @ norm(x, lw["norm2"])
-            x = x + lw["Wdown"] @ torch.nn.functional.silu(u)
-        nxt = torch.argmax(Wout @ norm(x, nf)).view(1)
-        tok.copy_(nxt)
-        hist.index_copy_(0, pos, nxt)
-        pos.add_(1)
+        def forward(self):
+            def norm(x, g):
+                return x * torch.rsqrt((x * x).mean() + EPS) * g
 
-    step = torch.compile(one_step, mode="reduce-overhead")
+            def W(name, li):
+                return getattr(self, f"{name}_{li}")
+
+            x = self.E.index_select(0, self.tok)[0] + self.Pe.index_select(0, self.pos)[0]
+            mask = self.ar > self.pos
+            for li in range(nl):
+                h = norm(x, W("norm1", li))
+                q = W("Wq", li) @ h
+                self.kc[li].index_copy_(0, self.pos, (W("Wk", li) @ h)[None])
+                self.vc[li].index_copy_(0, self.pos, (W("Wv", li) @ h)[None])
+                sc = torch.einsum("hd,thd->ht", q.view(H, hd),
+                                  self.kc[li].view(S, H, hd)) / math.sqrt(hd)
+                pr = torch.softmax(sc.masked_fill(mask[None], float("-inf")), dim=1)
+                att = torch.einsum("ht,thd->hd", pr, self.vc[li].view(S, H, hd)).reshape(-1)
+                x = x + W("Wo", li) @ att
+                u = W("Wup", li) @ norm(x, W("norm2", li))
+                x = x + W("Wdown", li) @ torch.nn.functional.silu(u)
+            nxt = torch.argmax(self.W_out @ norm(x, self.norm_f)).view(1)
+            self.tok.copy_(nxt)
+            self.hist.index_copy_(0, self.pos, nxt)
+            self.pos.add_(1)
+
+    mod = Step().cuda()
+    step = torch.compile(mod, mode="reduce-overhead")
     for _ in range(warmup):
-        pos.zero_()
+        mod.pos.zero_()
         torch.compiler.cudagraph_mark_step_begin()
-        step(tok, pos, kc, vc, hist)
+        step()
     torch.cuda.synchronize()
-    tok.fill_(int(prompt_token))
-    pos.zero_()
-    kc.zero_()
-    vc.zero_()
+    mod.tok.fill_(int(prompt_token))
+    mod.pos.zero_()
     torch.cuda.synchronize()
     lat = []
     for _ in range(n_tokens):
         t0 = host_us()
         torch.compiler.cudagraph_mark_step_begin()
-        step(tok, pos, kc, vc, hist)
+        step()
         torch.cuda.synchronize()
         lat.append(host_us() - t0)
-    toks = hist.cpu().numpy()[:n_tokens].astype(np.int32)
+    toks = mod.hist.cpu().numpy()[:n_tokens].astype(np.int32)
     return DecodeResult(toks, np.array(lat), 0.0, -1)
 
 
