@@ -127,8 +127,9 @@ def capturing(stream: int) -> bool:
 
 
 def refuse_in_capture(stream: int):
-    """What CUDA does when numba would copy a host array inside a capture: the copy is
-    unsupported (900) and the capture is invalidated. Returns the error."""
+    """What a GPU does when numba is given a host array inside a capture: numba's temporary
+    device buffer cannot be allocated on a capturing stream (900), and the capture is
+    invalidated (as when CUDA itself refuses the allocation). Returns the error."""
     S.invalidate(S.stream(stream).capture)
     return S.fail(S.E.cudaErrorStreamCaptureUnsupported)
 

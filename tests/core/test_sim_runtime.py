@@ -139,3 +139,30 @@ def test_a_replay_into_freed_graph_memory_is_an_illegal_address():
         rt.cudaGraphExecDestroy(x)
     for x in (g, user):
         rt.cudaGraphDestroy(x)
+
+
+def test_launches_of_one_executable_run_one_after_another_also_from_two_streams():
+    """cudaGraphLaunch: "each launch is ordered behind both any previous work in stream and any
+    previous launches of graphExec"; two executables of one graph may overlap."""
+    from labkit import timing
+    s1, s2 = labkit.Stream(), labkit.Stream()
+    x = labkit.to_device(np.zeros(1024, np.float32))
+    with labkit.capture(s1) as cap:
+        w.chain(3, x, s1)
+    ex, other = cap.graph.instantiate(upload_stream=s1), cap.graph.instantiate(upload_stream=s2)
+
+    def runs(launches):
+        with timing.timeline() as rec:
+            for e, s in launches:
+                e.launch(s)
+            s1.synchronize(), s2.synchronize()
+        rows = {}
+        for sp in rec.timeline.spans:
+            if sp.kind == "kernel":
+                rows.setdefault(sp.row, []).append(sp)
+        return [(min(k.start_us for k in r), max(k.end_us for k in r)) for r in rows.values()]
+
+    (a0, a1), (b0, b1) = sorted(runs([(ex, s1), (ex, s2)]))
+    assert b0 >= a1, f"the second launch of one executable started at {b0} before {a1}"
+    (a0, a1), (b0, b1) = sorted(runs([(ex, s1), (other, s2)]))
+    assert b0 < a1, "two executables of one graph on two streams should overlap"
