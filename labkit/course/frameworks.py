@@ -1,7 +1,7 @@
 """Notebook 10's helpers: the capstone's decode step piecewise, and the GPU-only comparison rows.
 
-* `step_launches` lists one decode step's launches (kernel, grid, block, arguments) in the order
-  `labkit.course.decoder.step` makes them; a test holds the two equal (same tokens, same count).
+* `step_launches` lists one decode step's launches (kernel, grid, block, arguments): the
+  decoder's own `launches`, then ``advance``, the order `labkit.course.decoder.step` makes them.
 * `PiecewiseStep` runs that step as vLLM's PIECEWISE mode does: the attention kernels
   (scores, softmax, weighted sum) launched eagerly, every run of kernels between them replayed
   as a captured graph. `generate_piecewise` decodes with it, like the decoder's
@@ -22,11 +22,11 @@ from .. import _nvtx
 from ..backend import host_us
 from .._capture import capture
 from .._kernel import device_array
-from .decoder import (TPB, DecodeResult, advance, argmax, attn_out, attn_scores, embed, matvec,
-                      residual_add, rmsnorm, silu, softmax, store_kv)
+from .decoder import (TPB, DecodeResult, advance, attn_out, attn_scores, generated, launches,
+                      matvec, prefill, prompt_tokens, rmsnorm, silu, softmax)
 from .decoder.kernels import EPS
 
-__all__ = ["ATTENTION", "step_launches", "PiecewiseStep", "generate_piecewise", "reset",
+__all__ = ["ATTENTION", "step_launches", "PiecewiseStep", "generate_piecewise",
            "mlp_block", "mlp_reference", "NVTX_PHASES", "nvtx_range_us",
            "torch_compile_generate", "cupy_capture_generate"]
 
@@ -49,37 +49,13 @@ def _blocks(n: int) -> int:
 
 
 def step_launches(m) -> list[tuple]:
-    """One decode step's launches ``(kernel, grid, block, args)``, in `decoder.step`'s order."""
-    c, d, s = m.cfg, m.dev, m.state
-    D, H = c.d_model, c.n_heads
-    g = _blocks(D)
-    out = [(embed, g, TPB, (d["E"], d["Pe"], s["tok"], s["pos"], s["x"]))]
-    for li, lw in enumerate(d["layers"]):
-        kc, vc = s["kc"][li], s["vc"][li]
-        out += [(rmsnorm, 1, TPB, (s["x"], lw["norm1"], s["h"])),
-                (matvec, D, TPB, (lw["Wq"], s["h"], s["q"])),
-                (matvec, D, TPB, (lw["Wk"], s["h"], s["k"])),
-                (matvec, D, TPB, (lw["Wv"], s["h"], s["v"])),
-                (store_kv, g, TPB, (s["k"], s["v"], kc, vc, s["pos"])),
-                (attn_scores, H, TPB, (s["q"], kc, s["pos"], s["scores"])),
-                (softmax, H, TPB, (s["scores"], s["pos"], s["probs"])),
-                (attn_out, D, TPB, (s["probs"], vc, s["pos"], s["att"])),
-                (matvec, D, TPB, (lw["Wo"], s["att"], s["o"])),
-                (residual_add, g, TPB, (s["x"], s["o"])),
-                (rmsnorm, 1, TPB, (s["x"], lw["norm2"], s["h"])),
-                (matvec, c.d_ff, TPB, (lw["Wup"], s["h"], s["u"])),
-                (silu, _blocks(c.d_ff), TPB, (s["u"],)),
-                (matvec, D, TPB, (lw["Wdown"], s["u"], s["o"])),
-                (residual_add, g, TPB, (s["x"], s["o"]))]
-    out += [(rmsnorm, 1, TPB, (s["x"], d["norm_f"], s["h"])),
-            (matvec, c.vocab, TPB, (d["W_out"], s["h"], s["logits"])),
-            (argmax, 1, TPB, (s["logits"], s["tok"], s["history"], s["pos"])),
-            (advance, 1, 1, (s["pos"],))]
-    return out
+    """One decode step's launches ``(kernel, grid, block, args)``, in `decoder.step`'s order:
+    the decoder's own `launches` (the step up to the token), then ``advance``."""
+    return list(launches(m.cfg, m.dev, m.state)) + [(advance, 1, 1, (m.state["pos"],))]
 
 
-def _launch(launches, stream) -> None:
-    for kern, grid, block, args in launches:
+def _launch(launch_list, stream) -> None:
+    for kern, grid, block, args in launch_list:
         kern[grid, block, stream](*args)
 
 
@@ -145,30 +121,24 @@ class PiecewiseStep:
                 _launch(x, stream)
 
 
-def reset(m, prompt_token: int, stream) -> None:
-    """Set the decode state to the start: ``prompt_token`` at position 0 (``stream`` is
-    synchronized first; the copies are synchronous)."""
-    stream.synchronize()
-    m.state["tok"].copy_to_device(np.array([prompt_token], np.int32))
-    m.state["pos"].copy_to_device(np.zeros(1, np.int32))
-
-
-def generate_piecewise(m, prompt_token: int, n_tokens: int, stream, step=None) -> DecodeResult:
-    """Greedy decode with a `PiecewiseStep` (built here unless ``step`` is given)."""
-    if not 1 <= n_tokens <= m.cfg.max_seq:
-        raise ValueError(f"n_tokens must be 1..max_seq ({m.cfg.max_seq}), got {n_tokens}")
+def generate_piecewise(m, prompt, n_tokens: int, stream, step=None) -> DecodeResult:
+    """Greedy decode with a `PiecewiseStep` (built here unless ``step`` is given), after the
+    decoder's eager `prefill`, like ``generate_eager`` and ``generate_graph``."""
+    plen = len(prompt_tokens(prompt))
+    if not 1 <= n_tokens <= m.cfg.max_seq - (plen - 1):
+        raise ValueError(f"n_tokens must be 1..max_seq ({m.cfg.max_seq}) less the prompt's "
+                         f"{plen - 1} prefilled tokens, got {n_tokens}")
     t0 = host_us()
     pw = step if step is not None else PiecewiseStep(m, stream)
     setup = host_us() - t0 if step is None else 0.0
-    reset(m, prompt_token, stream)
+    pre = prefill(m, prompt, stream)
     lat = []
     for _ in range(n_tokens):
         t0 = host_us()
         pw(stream)
         stream.synchronize()
         lat.append(host_us() - t0)
-    toks = m.state["history"].copy_to_host()
-    return DecodeResult(toks[:n_tokens].copy(), np.array(lat), setup, pw.kernels)
+    return DecodeResult(generated(m, prompt, n_tokens), np.array(lat), setup, pw.kernels, pre)
 
 
 def mlp_block(m, layer: int = 0):
@@ -205,6 +175,7 @@ def _need_gpu(what: str):
 
 
 def torch_compile_generate(m, prompt_token: int, n_tokens: int, warmup: int = 3) -> DecodeResult:
+    # a one-token prompt, as in the notebook: the compiled step starts at position 0
     """The capstone's step as a module compiled by ``torch.compile(mode="reduce-overhead")``.
 
     PyTorch records CUDA graphs itself (CUDA graph trees) after warm-up runs; each token calls
@@ -285,7 +256,7 @@ def torch_compile_generate(m, prompt_token: int, n_tokens: int, warmup: int = 3)
     return DecodeResult(toks, np.array(lat), 0.0, -1)
 
 
-def cupy_capture_generate(m, prompt_token: int, n_tokens: int) -> DecodeResult:
+def cupy_capture_generate(m, prompt, n_tokens: int) -> DecodeResult:
     """The capstone's numba step captured by CuPy: ``cupy.cuda.Stream.begin_capture`` /
     ``end_capture`` around the same launches, made on that stream through numba's
     ``cuda.external_stream``, then ``Graph.launch`` per token. Backend "cuda" only."""
@@ -306,14 +277,13 @@ def cupy_capture_generate(m, prompt_token: int, n_tokens: int) -> DecodeResult:
         graph.upload(cs)
     cs.synchronize()
     setup = host_us() - t0
+    pre = prefill(m, prompt, ns)           # the decoder's eager prefill, on the same stream
     cs.synchronize()
-    m.state["tok"].copy_to_device(np.array([prompt_token], np.int32))
-    m.state["pos"].copy_to_device(np.zeros(1, np.int32))
     lat = []
     for _ in range(n_tokens):
         t0 = host_us()
         graph.launch(cs)
         cs.synchronize()
         lat.append(host_us() - t0)
-    toks = m.state["history"].copy_to_host()
-    return DecodeResult(toks[:n_tokens].copy(), np.array(lat), setup, m.cfg.kernels_per_token)
+    return DecodeResult(generated(m, prompt, n_tokens), np.array(lat), setup,
+                        m.cfg.kernels_per_token, pre)

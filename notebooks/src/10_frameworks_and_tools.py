@@ -194,7 +194,7 @@ plt.show()
 full_exec = dec.capture_step(model, stream)
 tls = {}
 for name in ("eager", "piecewise", "full graph"):
-    fw.reset(model, PROMPT, stream)
+    dec.reset(model, PROMPT, stream)
     with timing.timeline(note=f"one token, {name}") as rec:
         if name == "eager":
             dec.step(model, stream)

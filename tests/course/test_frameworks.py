@@ -54,8 +54,20 @@ def test_piecewise_costs_between_eager_and_the_full_graph_on_the_simulator(model
 
 
 def test_piecewise_refuses_more_tokens_than_the_cache_holds(model):
-    with pytest.raises(ValueError, match=r"^n_tokens must be 1\.\.max_seq \(64\), got 65$"):
+    with pytest.raises(ValueError, match=r"^n_tokens must be 1\.\.max_seq \(64\) less the "
+                                         r"prompt's 0 prefilled tokens, got 65$"):
         fw.generate_piecewise(model, PROMPT, 65, labkit.Stream())
+    with pytest.raises(ValueError, match=r"^n_tokens must be 1\.\.max_seq \(64\) less the "
+                                         r"prompt's 2 prefilled tokens, got 63$"):
+        fw.generate_piecewise(model, [1, 2, 3], 63, labkit.Stream())
+
+
+def test_the_piecewise_step_continues_a_longer_prompt_after_the_decoders_prefill(model):
+    s = labkit.Stream()
+    prompt = [5, 9, 2]
+    r = fw.generate_piecewise(model, prompt, N, s)
+    np.testing.assert_array_equal(r.tokens, dec.reference_generate(model, prompt, N))
+    assert r.prefill_us > 0
 
 
 def test_the_mlp_block_graphed_matches_numpy(model):
