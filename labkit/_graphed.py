@@ -70,7 +70,8 @@ class Graphed:
 
     def __init__(self, fn, sample_args, warmup: int = 3, stream=None):
         if not callable(fn):
-            raise TypeError(f"graphed(fn, *sample_args): fn must be callable, got {type(fn).__name__}")
+            raise TypeError("graphed(fn, *sample_args): fn must be callable, "
+                            f"got {type(fn).__name__}")
         if not sample_args:
             raise ValueError("graphed(fn, *sample_args) needs at least one sample argument: the "
                              "shapes and dtypes the graph is captured for")

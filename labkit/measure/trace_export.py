@@ -66,8 +66,8 @@ def chrome_trace(timeline: Timeline) -> dict:
         raise TypeError(f"chrome_trace takes a labkit Timeline, got {type(timeline).__name__}: "
                         "pass rec.timeline from `with labkit.timing.timeline() as rec:`")
     t0 = timeline.start_us if timeline.spans else 0.0
-    meta = [{"ph": "M", "name": "process_name", "pid": HOST_PID, "tid": 0, "args": {"name": "host"}},
-            {"ph": "M", "name": "process_name", "pid": GPU_PID, "tid": 0, "args": {"name": "GPU"}}]
+    meta = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}}
+            for pid, name in ((HOST_PID, "host"), (GPU_PID, "GPU"))]
     events = []
     tid = 0
     for row in timeline.rows():

@@ -94,7 +94,8 @@ def test_a_scalar_sample_is_refused_because_the_graph_would_freeze_it():
 
 
 def test_no_sample_and_no_warm_up_are_refused():
-    with pytest.raises(ValueError, match=r"^graphed\(fn, \*sample_args\) needs at least one sample"):
+    with pytest.raises(ValueError, match=r"^graphed\(fn, \*sample_args\) needs at least one "
+                                         r"sample"):
         labkit.graphed(_in_place)
     with pytest.raises(ValueError, match=r"^warmup must be at least 1"):
         labkit.graphed(_in_place, _ramp(0), warmup=0)

@@ -1,4 +1,4 @@
-"""Notebook 10's helpers: the piecewise step is the decoder's step, and the GPU rows say they need one."""
+"""Notebook 10's helpers: the piecewise step is the decoder's step; the GPU rows say they need one."""
 import labkit
 import numpy as np
 import pytest
