@@ -44,16 +44,44 @@ stream = labkit.Stream()
 # Every framework that replays CUDA graphs meets the problems this course met, and solves them
 # the same way under other names. Each row links to the notebook where the course shows the idea.
 #
-# | idea | raw CUDA | labkit | PyTorch | vLLM | llama.cpp (ggml-cuda) |
-# | --- | --- | --- | --- | --- | --- |
-# | [capture](02_stream_capture.ipynb) | `cudaStreamBeginCapture` … `EndCapture`, `cudaGraphInstantiate`, `cudaGraphLaunch` | `labkit.capture(stream)`, `.instantiate()`, `.launch(stream)` | `g = torch.cuda.CUDAGraph()`, `with torch.cuda.graph(g):`, `g.replay()` | captures its model once per capture size at start-up, through `torch.cuda.graph` | captures a ggml graph's kernels with `cudaStreamBeginCapture` in relaxed mode |
-# | [static buffers](05_graph_update.ipynb) | kernel arguments are addresses, frozen at capture: copy new data into the same buffers | `labkit.graphed`'s `static_inputs` / `static_outputs`; the decoder's `pos` and `tok` ([07](07_capstone_decode.ipynb)) | `make_graphed_callables` copies inputs into static tensors; a replay writes the same output tensors | each captured size reads and writes the same persistent tensors every step | reuses a graph while every node's properties (op, shapes, data addresses) match the recorded ones |
-# | [memory pool](02_stream_capture.ipynb) | graph allocation nodes (`cudaMallocAsync` in a capture), or memory allocated before | preallocated buffers, allocated once at capture (section 2) | a private pool per graph; `pool=` (or `torch.cuda.graph_pool_handle()`) shares one between graphs | all its graphs share one pool (`torch.cuda.graph_pool_handle()`), so many sizes cost little memory | — |
-# | [per-shape graphs and padding](05_graph_update.ipynb) | one executable per shape | `labkit.GraphCache`; notebook 05's buckets | `torch.compile(mode="reduce-overhead")` records a graph per input shape (CUDA graph trees) | `cudagraph_capture_sizes`: a batch is padded up to the next captured size | a graph per ggml graph; a changed node means a new capture |
-# | [updates](05_graph_update.ipynb) | `cudaGraphExecUpdate`, `cudaGraphExecKernelNodeSetParams` | `GraphExec.update`, `set_kernel_args`, `KernelNode` | re-records rather than updates | — | re-captures, then `cudaGraphExecUpdate`; re-instantiates if that fails |
-# | [the eager fallback](06_measuring.ipynb) | launch kernel by kernel | call the function itself | graph trees skip graphs they cannot use and run eagerly; `torch.compiler.cudagraph_mark_step_begin()` marks a new iteration | `enforce_eager`, `CUDAGraphMode.NONE`; batches above the largest captured size run eagerly | disables graphs after 4 consecutive updates (in the versions read), on old GPUs, or when `GGML_CUDA_DISABLE_GRAPHS` is set |
-# | [piecewise graphs](07_capstone_decode.ipynb) (section 3 here) | several executables with eager launches between them | `frameworks.PiecewiseStep` (this notebook) | `make_graphed_callables` on parts of a network ("partial-network capture") | `CUDAGraphMode.PIECEWISE` (attention, its `splitting_ops`, runs eagerly between graphs); `FULL_AND_PIECEWISE` | — |
-# | [conditional nodes](08_device_control_flow.ipynb) | `cudaGraphConditionalHandleCreate`, IF / WHILE / SWITCH nodes | `labkit.conditional_graph`, `set_condition` | control flow written with `torch.cond()` can be captured | — | — |
+# **In CUDA and in labkit**
+#
+# | idea | raw CUDA | labkit |
+# | --- | --- | --- |
+# | [capture](02_stream_capture.ipynb) | `cudaStreamBeginCapture` … `EndCapture`, `cudaGraphInstantiate`, `cudaGraphLaunch` | `labkit.capture(stream)`, `.instantiate()`, `.launch(stream)` |
+# | [static buffers](05_graph_update.ipynb) | kernel arguments are addresses, frozen at capture: copy new data into the same buffers | `labkit.graphed`'s `static_inputs` / `static_outputs`; the decoder's `pos` and `tok` ([07](07_capstone_decode.ipynb)) |
+# | [memory pool](02_stream_capture.ipynb) | graph allocation nodes (`cudaMallocAsync` in a capture), or memory allocated before | preallocated buffers, allocated once at capture (section 2) |
+# | [per-shape graphs and padding](05_graph_update.ipynb) | one executable per shape | `labkit.GraphCache`; notebook 05's buckets |
+# | [updates](05_graph_update.ipynb) | `cudaGraphExecUpdate`, `cudaGraphExecKernelNodeSetParams` | `GraphExec.update`, `set_kernel_args`, `KernelNode` |
+# | [the eager fallback](06_measuring.ipynb) | launch kernel by kernel | call the function itself |
+# | [piecewise graphs](07_capstone_decode.ipynb) (section 3 here) | several executables with eager launches between them | `frameworks.PiecewiseStep` (this notebook) |
+# | [conditional nodes](08_device_control_flow.ipynb) | `cudaGraphConditionalHandleCreate`, IF / WHILE / SWITCH nodes | `labkit.conditional_graph`, `set_condition` |
+#
+# **In PyTorch and vLLM** (the same rows)
+#
+# | idea | PyTorch | vLLM |
+# | --- | --- | --- |
+# | [capture](02_stream_capture.ipynb) | `g = torch.cuda.CUDAGraph()`, `with torch.cuda.graph(g):`, `g.replay()` | captures its model once per capture size at start-up, through `torch.cuda.graph` |
+# | [static buffers](05_graph_update.ipynb) | `make_graphed_callables` copies inputs into static tensors; a replay writes the same output tensors | each captured size reads and writes the same persistent tensors every step |
+# | [memory pool](02_stream_capture.ipynb) | a private pool per graph; `pool=` (or `torch.cuda.graph_pool_handle()`) shares one between graphs | all its graphs share one pool (`torch.cuda.graph_pool_handle()`), so many sizes cost little memory |
+# | [per-shape graphs and padding](05_graph_update.ipynb) | `torch.compile(mode="reduce-overhead")` records a graph per input shape (CUDA graph trees) | `cudagraph_capture_sizes`: a batch is padded up to the next captured size |
+# | [updates](05_graph_update.ipynb) | — | — |
+# | [the eager fallback](06_measuring.ipynb) | graph trees skip graphs they cannot use and run eagerly; `torch.compiler.cudagraph_mark_step_begin()` marks a new iteration | `enforce_eager`, `CUDAGraphMode.NONE`; batches above the largest captured size run eagerly |
+# | [piecewise graphs](07_capstone_decode.ipynb) (section 3 here) | `make_graphed_callables` on parts of a network ("partial-network capture") | `CUDAGraphMode.PIECEWISE` (attention, its `splitting_ops`, runs eagerly between graphs); `FULL_AND_PIECEWISE` |
+# | [conditional nodes](08_device_control_flow.ipynb) | control flow written with `torch.cond()` can be captured | — |
+#
+# **In llama.cpp** (its CUDA backend, ggml-cuda)
+#
+# | idea | llama.cpp |
+# | --- | --- |
+# | [capture](02_stream_capture.ipynb) | captures a ggml graph's kernels with `cudaStreamBeginCapture` in relaxed mode |
+# | [static buffers](05_graph_update.ipynb) | reuses a graph while every node's properties (op, shapes, data addresses) match the recorded ones |
+# | [memory pool](02_stream_capture.ipynb) | — |
+# | [per-shape graphs and padding](05_graph_update.ipynb) | a graph per ggml graph; a changed node means a new capture |
+# | [updates](05_graph_update.ipynb) | re-captures, then `cudaGraphExecUpdate`; re-instantiates if that fails |
+# | [the eager fallback](06_measuring.ipynb) | disables graphs after 4 consecutive updates (in the versions read), on old GPUs, or when `GGML_CUDA_DISABLE_GRAPHS` is set |
+# | [piecewise graphs](07_capstone_decode.ipynb) (section 3 here) | — |
+# | [conditional nodes](08_device_control_flow.ipynb) | — |
 #
 # A dash means the engine has no such mechanism that we found in its code or documentation.
 # These engines change quickly: read the rows as what the versions we read do, and check your
