@@ -259,7 +259,9 @@ plt.show()
 # - **CuPy's stream capture** of the numba step, launched on a CuPy stream:
 #   ```python
 #   s = cupy.cuda.Stream(non_blocking=True)
-#   s.begin_capture(); dec.step(model, numba.cuda.external_stream(s.ptr)); graph = s.end_capture()
+#   s.begin_capture()
+#   dec.step(model, numba.cuda.external_stream(s.ptr))   # the same numba launches, on CuPy's stream
+#   graph = s.end_capture()
 #   graph.launch(s)                  # per token
 #   ```
 #
@@ -318,9 +320,9 @@ for e in spans[:4]:
 # nsys profile --trace=cuda,nvtx --cuda-graph-trace=node  python my_decode.py   # every node of it
 # ```
 #
-# `--cuda-graph-trace=graph` (the default) shows each graph launch as one span on the GPU;
-# `node` shows every kernel node, which is what you need to see a graph's insides, and costs more
-# tracing overhead. What does a range cost when nothing listens?
+# `--cuda-graph-trace=graph` shows each graph launch as one span on the GPU; `node` shows every
+# kernel node, which is what you need to see a graph's insides, and adds more tracing overhead to
+# each launch (the course's own GPU timelines trace kernels the same way and say what it adds). What does a range cost when nothing listens?
 
 # %%
 print("labkit's NVTX ranges:", ", ".join(fw.NVTX_PHASES))
