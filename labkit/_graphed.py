@@ -38,6 +38,7 @@ import numpy as np
 
 from ._capture import capture
 from ._errors import check
+from ._handles import stream_handle
 from .backend import rt
 from ._kernel import device_array
 from ._streams import Stream
@@ -123,16 +124,20 @@ class Graphed:
                     f"shape {shape}, dtype {dtype}: a graph's kernels and buffers are frozen at "
                     "capture. Pad or convert the input to the sample's shape and dtype, or make "
                     "another graphed callable from a sample of this shape (one graph per shape)")
-        # The stream is idle between calls (each call waits for its replay), so synchronous
-        # copies on the legacy stream are done when they return.
+        # Copies on the graph's own stream, so the replay after them is ordered after them
+        # (a synchronous copy on the legacy stream would not order a non-blocking stream's
+        # work). From pageable memory the call returns once the data is staged, so the caller
+        # may reuse its array at once.
+        h = stream_handle(self.stream)
         for a, dst in zip(args, self.static_inputs):
             if isinstance(a, np.ndarray):
-                dst.copy_to_device(np.ascontiguousarray(a))
+                src = np.ascontiguousarray(a)
+                ptr, kind = src.ctypes.data, rt.cudaMemcpyKind.cudaMemcpyHostToDevice
             else:                          # a device array: one device-to-device copy
-                check(rt.cudaMemcpy(dst.device_ctypes_pointer.value,
-                                    a.device_ctypes_pointer.value, dst.nbytes,
-                                    rt.cudaMemcpyKind.cudaMemcpyDeviceToDevice),
-                      "cudaMemcpy (argument into its static input)")
+                ptr = a.device_ctypes_pointer.value
+                kind = rt.cudaMemcpyKind.cudaMemcpyDeviceToDevice
+            check(rt.cudaMemcpyAsync(dst.device_ctypes_pointer.value, ptr, dst.nbytes, kind, h),
+                  "cudaMemcpyAsync (an argument into its static input)")
 
     def __call__(self, *args):
         """Copy ``args`` into the static inputs, replay, wait; return the static outputs."""
