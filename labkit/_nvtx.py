@@ -4,10 +4,10 @@ Each phase of a graph's life that labkit runs (``capture``, ``instantiate``, ``u
 ``launch``, ``update``) pushes an NVTX range in the domain ``"labkit"`` and pops it when the
 phase ends, through NVIDIA's ``nvtx`` package. Under ``nsys profile --trace=cuda,nvtx`` the
 ranges sit on the CPU thread's row above the CUDA API calls they contain; elsewhere (no tool
-attached, the simulator, a test) a range costs one Python call into the package, which does
-nothing without a tool: a fraction of a microsecond of real time (``tests/core/test_nvtx.py``
-holds it below a bound), and nothing at all on the simulator's virtual clock. ``NVTX_DISABLE=1``
-(the package's own switch) turns them off.
+attached, the simulator, a test) the package hands out a dummy domain whose calls do nothing,
+so a range costs two Python calls: a fraction of a microsecond of real time
+(``tests/core/test_nvtx.py`` holds it below a bound), and nothing at all on the simulator's
+virtual clock. ``NVTX_DISABLE=1`` (the package's own switch) turns them off everywhere.
 
 The attributes (message, colour) of each phase are registered once, at import: the hot path
 (`GraphExec.launch`) pays one ``push_range`` and one ``pop_range`` with prebuilt attributes.
