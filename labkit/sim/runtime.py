@@ -203,6 +203,9 @@ class _Exec:
         self.by_source = {n.handle: i for i, n in enumerate(graph.nodes)}
         self.uploaded = False
         self.destroyed = False
+        # when this executable's last launch ends on the GPU: CUDA runs one executable's
+        # launches one after another, even on different streams (cudaGraphLaunch)
+        self.done_us = 0.0
 
 
 _streams: dict[int, _Stream] = {0: _Stream(0, 0), 1: _Stream(1, 0), 2: _Stream(2, 0)}
@@ -969,7 +972,7 @@ def cudaGraphLaunch(graphExec, stream):
     finally:
         _cond.end_launch(x)
     _clock.api("cudaGraphLaunch", host)
-    start = max(s.ready_us, _clock.host_us() + P("launch_latency_us"))
+    start = max(s.ready_us, x.done_us, _clock.host_us() + P("launch_latency_us"))
     ends = []
     lanes = _clock.Lanes()    # independent branches run side by side, as on CUDA's inner streams
     for ntype, payload, deps in x.nodes:
@@ -980,7 +983,7 @@ def cudaGraphLaunch(graphExec, stream):
             name = (_cond.span_name(payload) if ntype == _NT.cudaGraphNodeTypeConditional
                     else payload.get("name", ""))
             _clock.gpu_span(s.handle, name, t0, ends[-1], _kind(ntype), lane)
-    s.ready_us = max(ends + [start])
+    s.ready_us = x.done_us = max(ends + [start])
     return _OK
 
 
