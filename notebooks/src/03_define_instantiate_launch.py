@@ -143,7 +143,7 @@ s.synchronize(); s2.synchronize()
 recs = {}
 for label, second in [("one executable on two streams", one),
                       ("two executables of one graph", other)]:
-    with timing.timeline(note=label) as rec:
+    with timing.timeline() as rec:
         one.launch(s)
         second.launch(s2)
         s.synchronize(); s2.synchronize()

@@ -291,13 +291,14 @@ claims.graph_beats_eager_streams(graph, many)
 #   a whole numba dispatch, so the later branches start late (the staircase);
 # - **graph**: one launch on the CPU row, and the branches start together on the simulator. On a
 #   real GPU they start a few µs apart, as the GPU's front end starts them one after another,
-#   and they still overlap.
+#   and they still overlap. The graph was launched on the origin, and runs its branches on
+#   streams of its own: they are drawn as branches of the origin.
 
 # %%
 recs = []
 for label, fn in [("eager, one stream", one_stream), ("eager, several streams", many_streams),
                   ("graph, several streams", one_graph)]:
-    with timing.timeline(note=label) as rec:
+    with timing.timeline() as rec:
         fn()
         origin.synchronize()
     recs.append((rec.timeline, label))
