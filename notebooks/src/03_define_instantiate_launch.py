@@ -47,12 +47,13 @@ x0 = np.zeros(1024, np.float32)
 x = labkit.to_device(x0)
 
 # %% [markdown]
-# ## Template and executable
+# ## What instantiation does
 #
-# A CUDA graph lives in two forms. What capture (notebook 02) or the explicit graph API returns
-# is a `cudaGraph_t`: a **template**, a description of work. It holds nodes, the edges that order
-# them, and for each kernel node its kernel, its launch shape (grid, block) and its arguments.
-# Nothing runs from a template, and it can still be edited.
+# Notebook 02 recorded work into a graph and launched it. This notebook is about the step in
+# between, and what each step costs. First, the two forms a CUDA graph takes. What capture or
+# the explicit graph API returns is a `cudaGraph_t`: a **template**, a description of work. It
+# holds nodes, the edges that order them, and for each kernel node its kernel, its launch shape
+# (grid, block) and its arguments. Nothing runs from a template, and it can still be edited.
 #
 # `cudaGraphInstantiate` turns a template into a `cudaGraphExec_t`, an **executable graph**. It
 # does the slow work once, so that each launch has little left to do:
@@ -62,6 +63,9 @@ x = labkit.to_device(x0)
 # 2. it **allocates** what the launches will need, on the host and on the device;
 # 3. it **builds the launch work**: every node's kernel, launch shape and parameters, and the
 #    order between nodes, in the form the GPU's front end consumes.
+#
+# CUDA's programming guide calls the result a snapshot of the template, set up ahead so that a
+# launch has as little as possible left to do.
 #
 # ```text
 #   capture, or the explicit API
@@ -96,9 +100,12 @@ x = labkit.to_device(x0)
 # node at another array, or changing a scalar, needs an update of the executable (notebook 05)
 # or a new instantiation.
 #
-# The demo: capture `add_one(a)`, instantiate it, then edit the *template* so that its node adds
-# to `b` instead. What to look for: the old executable still adds to `a`; only a new
-# instantiation sees the edit.
+# Because the executable is a snapshot, an edit of the template reaches the GPU only through a
+# new instantiation, and that has the cost measured below. The demo (notebook 02 showed the
+# same with `scale`): capture `add_one(a)`, instantiate it, then edit the *template* so that its
+# node adds to `b` instead (`Graph.set_kernel_args`, which calls CUDA's
+# `cudaGraphKernelNodeSetParams` on the template's node). What to look for: the old executable
+# still adds to `a`; only a new instantiation sees the edit.
 
 # %%
 a = labkit.to_device(np.zeros(1024, np.float32))
@@ -124,8 +131,9 @@ old.close(); new.close(); template.close()
 # %% [markdown]
 # **Launches of one executable run one after another.** An executable may run only once at a
 # time: each launch waits for the previous launch of the same executable to finish, even when
-# it is launched on another stream (CUDA's `cudaGraphLaunch` documentation says so). Two
-# executables instantiated from the same template are independent and can overlap. The demo: a
+# it is launched on another stream (CUDA's `cudaGraphLaunch` documentation says so). Each
+# instantiation makes its own executable, with its own resources: two executables of the same
+# template are independent and can overlap. The demo: a
 # graph of one long kernel that keeps one SM busy, launched on two streams, first as one
 # executable, then as two. What to look for in the timelines (one time axis): the two launches
 # of one executable end to end, the two executables side by side.
@@ -133,7 +141,7 @@ old.close(); new.close(); template.close()
 # %%
 xb = labkit.to_device(np.zeros(32, np.float32))
 with labkit.capture(s) as cap:
-    workloads.busy[1, 32, s](xb, 5_000)          # one block of 32 threads, some tens of µs
+    workloads.busy[1, 32, s](xb, 5_000)          # one block of 32 threads: room for another
 long_graph = cap.graph
 s2 = labkit.Stream()
 one = long_graph.instantiate(upload_stream=s)
