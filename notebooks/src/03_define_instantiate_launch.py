@@ -193,11 +193,13 @@ phases = {}
 for n in SIZES:
     phases[n] = timing.graph_phases(lambda st, n=n: workloads.chain(n, x, st), s, repeat=3, steady=10)
 
-names = ["capture", "instantiate", "upload", "first_launch", "uploaded_first_launch", "steady_launch",
-         "launch_call"]
-print(f"{'nodes':>5} " + " ".join(f"{n:>22}" for n in names))
+columns = {"capture": "capture", "instantiate": "instantiate", "upload": "upload",
+           "first_launch": "first", "uploaded_first_launch": "after upload",
+           "steady_launch": "steady", "launch_call": "call alone"}
+print("µs per phase (first, after upload and steady: a launch with its synchronize)")
+print(f"{'nodes':>5}" + "".join(f"{c:>13}" for c in columns.values()))
 for n in SIZES:
-    print(f"{n:5d} " + " ".join(f"{phases[n][k].median:19.1f} µs" for k in names))
+    print(f"{n:5d}" + "".join(f"{phases[n][k].median:13.1f}" for k in columns))
 print("instantiate per node at 1000 nodes:", f"{phases[1000]['instantiate'].median / 1000:.2f} µs")
 
 plot.phase_costs(SIZES, {
