@@ -4,7 +4,7 @@ The cells use `labkit.rt` and one labkit kernel only, so they run unchanged on a
 simulator. ``tests/conformance/capture_modes_probe.py`` writes a backend's whole matrix to a log
 (the H200's is committed beside it); ``tests/conformance/test_capture_modes.py`` runs every
 logged cell on the current backend and compares it field by field; notebook 02 measures a part
-of it live and draws it with `labkit.plot.capture_modes`.
+of it live and draws it with `plot_matrix`.
 
 A cell is (call, mode, where). Every cell begins a capture on a non-blocking stream in ``mode``
 from the calling (main) thread, launches one kernel into it, makes ``call`` from ``where``, and
@@ -36,10 +36,13 @@ import threading
 import labkit  # the package is initialised before its submodules: labkit.rt is the backend's
 import numpy as np
 
+from labkit.backend import is_gpu
+
+from .capture_figure import capture_matrix
 from .workloads import add_one
 
 __all__ = ["MODES", "WHERES", "CALLS", "FIELDS", "Hung", "Env", "prepare", "run_cell",
-           "exchange_semantics", "measure", "outcome", "table", "plot_matrix"]
+           "exchange_semantics", "measure", "outcome", "table", "codes_from", "plot_matrix"]
 
 _rt = labkit.rt
 _E = _rt.cudaError_t
@@ -428,9 +431,16 @@ def table(cells) -> str:
     return "\n".join(lines)
 
 
-def plot_matrix(cells, **kwargs):
-    """`labkit.plot.capture_matrix` of measured cells, columns in `WHERES` order, each square
-    the call's code as `outcome` writes it."""
-    from ..measure import plot
-    return plot.capture_matrix(cells, wheres=WHERES, code=lambda rec: outcome(rec).split("/")[0],
-                               **kwargs)
+def codes_from() -> str:
+    """Where the matrix's error codes come from, for its title: the active backend's runtime."""
+    if is_gpu:
+        return f"error codes returned by the CUDA runtime on {labkit.device_name()}"
+    return "error codes returned by the simulator's runtime (a conformance test holds it to a GPU's)"
+
+
+def plot_matrix(cells, source: str | None = None, **kwargs):
+    """`labkit.course.capture_figure.capture_matrix` of measured cells, columns in `WHERES`
+    order, each square the call's code as `outcome` writes it, titled by where the codes come
+    from (``source``; `codes_from()` by default)."""
+    return capture_matrix(cells, codes_from() if source is None else source,
+                          wheres=WHERES, code=lambda rec: outcome(rec).split("/")[0], **kwargs)

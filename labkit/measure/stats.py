@@ -1,17 +1,20 @@
-"""Summary statistics over raw timing samples.
+"""Summary statistics over raw timing samples, and the cost model the course derives from them.
 
 A :class:`Stats` keeps every sample, so a plot can draw the distribution and a reader can
 re-derive any number from it. Percentiles are numpy's (linear interpolation), so a learner who
-checks with ``np.percentile`` gets the same answer.
+checks with ``np.percentile`` gets the same answer. `breakeven` is the iteration count after
+which a graph's setup has paid for itself.
 """
 from __future__ import annotations
 
+import math
 from typing import Iterable
 
 import numpy as np
 
 
-def _fmt(value: float) -> str:
+def fmt_value(value: float) -> str:
+    """A timing as the course prints it: three significant figures, no exponent for large ones."""
     # Three significant figures reads well for µs timings; large values need no exponent.
     return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
@@ -129,8 +132,8 @@ class Stats:
 
     def __repr__(self) -> str:
         u = self.unit
-        return (f"Stats({self.label!r}, n={self.n}, median={_fmt(self.median)} {u}, "
-                f"p95={_fmt(self.p95)} {u}, p99={_fmt(self.p99)} {u})")
+        return (f"Stats({self.label!r}, n={self.n}, median={fmt_value(self.median)} {u}, "
+                f"p95={fmt_value(self.p95)} {u}, p99={fmt_value(self.p99)} {u})")
 
 
 def throughput(count: float, total_us: float) -> float:
@@ -144,3 +147,31 @@ def throughput(count: float, total_us: float) -> float:
     if not total_us > 0:
         raise ValueError(f"throughput needs a positive total time, got {total_us} µs")
     return count / (total_us * 1e-6)
+
+
+def breakeven(setup_us: float, eager_iter_us: float, graph_iter_us: float) -> float | None:
+    """Iterations after which a graph's one-off setup has paid for itself.
+
+    ``setup_us / (eager_iter_us - graph_iter_us)``: from this many iterations on, setup plus
+    graph iterations cost no more than eager iterations.
+
+    Parameters
+    ----------
+    setup_us : float
+        One-off cost of the graph (capture + instantiate, and upload if measured apart), µs.
+    eager_iter_us, graph_iter_us : float
+        Cost of one iteration without and with the graph, µs.
+
+    Returns
+    -------
+    float or None
+        None when the graph iteration is not cheaper: the graph never pays off.
+    """
+    for name, value in (("setup_us", setup_us), ("eager_iter_us", eager_iter_us),
+                        ("graph_iter_us", graph_iter_us)):
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name}={value} must be a finite time >= 0 µs")
+    saving = eager_iter_us - graph_iter_us
+    if saving <= 0:
+        return None
+    return setup_us / saving

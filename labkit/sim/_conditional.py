@@ -1,8 +1,8 @@
-"""Conditional nodes (IF, IF/ELSE, WHILE, SWITCH) for the simulated runtime, and the node kinds
-a conditional body is tested with (child graphs, host functions, stream-ordered allocations).
+"""Conditional nodes (IF, IF/ELSE, WHILE, SWITCH) for the simulated runtime: their handles,
+CUDA's rules for them, and the handle values of the executables being launched. Running a
+body is `labkit.sim._work`'s; this module imports only the runtime's state.
 
-The rules are the H200's, as ``tests/conformance/conditional_probe.py`` measured them on
-2026-12-03 (results in ``tests/conformance/conditional_h200/``) and as
+The rules are the H200's (results in ``tests/conformance/conditional_h200/``), as
 ``tests/conformance/test_conditional.py`` pins them on both backends:
 
 * a handle belongs to the graph it was made for (``cudaGraphConditionalHandleCreate``, flags 0
@@ -37,8 +37,7 @@ message names the fix. On a GPU such a loop never ends.
 
 Device code sets a value with `set_value` (what ``labkit.set_condition`` is on this backend):
 the kernels run in host program order, so the executable being launched is the one whose
-values it sets. Not modelled: mem-alloc nodes outside bodies allocate at capture time (the
-address is fixed, as on a GPU, but the memory is never returned to a pool).
+values it sets.
 
 GPU time: a conditional node costs the calibrated ``conditional_node_us`` (a false IF, gap
 included), each WHILE iteration ``while_iteration_us`` more than its body's nodes, and a body's
@@ -46,113 +45,50 @@ nodes what they cost at the top level.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 
 from cuda.bindings import runtime as _cr
 
+from . import _state as S
 from . import clock as _clock
-# labkit.sim.runtime, which imports this module at its end and binds itself here (`bind`):
-# an import back would be a cycle.
-_rt = None
-
-
-def bind(runtime) -> None:
-    """Called once by labkit.sim.runtime: the runtime whose objects the rules act on."""
-    global _rt
-    _rt = runtime
 
 E = _cr.cudaError_t
 _NT = _cr.cudaGraphNodeType
 CT = _cr.cudaGraphConditionalNodeType
-cudaGraphConditionalHandle = _cr.cudaGraphConditionalHandle
-cudaGraphConditionalNodeType = _cr.cudaGraphConditionalNodeType
-cudaGraphConditionalHandleFlags = _cr.cudaGraphConditionalHandleFlags
-cudaStreamUpdateCaptureDependenciesFlags = _cr.cudaStreamUpdateCaptureDependenciesFlags
-cudaGraphInstantiateFlags = _cr.cudaGraphInstantiateFlags
-cudaHostFn_t = _cr.cudaHostFn_t
-ASSIGN_DEFAULT = int(cudaGraphConditionalHandleFlags.cudaGraphCondAssignDefault)
+ASSIGN_DEFAULT = int(_cr.cudaGraphConditionalHandleFlags.cudaGraphCondAssignDefault)
 MAX_WHILE_ITERATIONS = int(os.environ.get("LABKIT_SIM_MAX_WHILE", "10000"))
 _BODY_FORBIDDEN = (_NT.cudaGraphNodeTypeHost, _NT.cudaGraphNodeTypeMemAlloc,
                    _NT.cudaGraphNodeTypeMemFree)
-_NAMES = {CT.cudaGraphCondTypeIf: "IF", CT.cudaGraphCondTypeWhile: "WHILE",
-          CT.cudaGraphCondTypeSwitch: "SWITCH"}
+NAMES = {CT.cudaGraphCondTypeIf: "IF", CT.cudaGraphCondTypeWhile: "WHILE",
+         CT.cudaGraphCondTypeSwitch: "SWITCH"}
 
 
 class WhileIterationLimit(RuntimeError):
     """A simulated WHILE node ran `MAX_WHILE_ITERATIONS` times: on a GPU it would never stop."""
 
 
-class _Handle:
+class Handle:
     def __init__(self, graph, default, flags):
-        self.id = next(_rt._ids)
+        self.id = next(S.ids)
         self.graph, self.default, self.flags = graph, int(default) & 0xFFFFFFFF, int(flags)
         self.node = None
 
 
-_handles: dict[int, _Handle] = {}
+handles: dict[int, Handle] = {}
 _running: list[dict] = []   # the handle values of the executables being launched, innermost last
 
 
-# ---------------------------------------------------------------- structs, as cuda.bindings has them
-
-class cudaConditionalNodeParams:
-    """The conditional member of `cudaGraphNodeParams`: ``handle``, ``type``, ``size`` in;
-    ``phGraph_out`` (the body graphs) out."""
-
-    def __init__(self):
-        self.handle = cudaGraphConditionalHandle(0)
-        self.type = CT.cudaGraphCondTypeIf
-        self.size = 0
-        self.phGraph_out = []
-        self.ctx = None
-
-
-class cudaGraphNodeParams:
-    """``cudaGraphAddNode``'s tagged union; the simulator takes the types Empty and Conditional."""
-
-    def __init__(self):
-        self.type = _NT.cudaGraphNodeTypeEmpty
-        self.conditional = cudaConditionalNodeParams()
-
-
-# ---------------------------------------------------------------- lookups
-
-def _any_graph(handle):
-    """A graph by handle: a live one, or the graph a capture is building."""
-    g = _rt._graph(handle)
-    if g is not None:
-        return g
-    h = _rt._h(handle)
-    for c in _rt._active_captures():
-        if c.graph.handle == h:
-            return c.graph
-    return None
-
-
-def _deps(graph, pDependencies):
-    out = []
-    for d in pDependencies or []:
-        hit = _rt._nodes.get(_rt._h(d))
-        if hit is None or hit[0] is not graph:
-            return None
-        out.append(hit[1])
-    return out
-
-
-# ---------------------------------------------------------------- handles and nodes
-
 def cudaGraphConditionalHandleCreate(graph, defaultLaunchValue, flags):
-    g = _any_graph(graph)
+    g = S.any_graph(graph)
     if g is None or int(flags) not in (0, ASSIGN_DEFAULT):
-        return (_rt._fail(E.cudaErrorInvalidValue), None)
-    h = _Handle(g, defaultLaunchValue, flags)
-    _handles[h.id] = h
-    _clock.api("cudaGraphConditionalHandleCreate", _rt.P("api_us"))
-    return E.cudaSuccess, cudaGraphConditionalHandle(h.id)
+        return (S.fail(E.cudaErrorInvalidValue), None)
+    h = Handle(g, defaultLaunchValue, flags)
+    handles[h.id] = h
+    _clock.api("cudaGraphConditionalHandleCreate", S.P("api_us"))
+    return E.cudaSuccess, _cr.cudaGraphConditionalHandle(h.id)
 
 
-def _size_ok(ctype, size):
+def size_ok(ctype, size):
     if ctype == CT.cudaGraphCondTypeWhile:
         return size == 1
     if ctype == CT.cudaGraphCondTypeIf:
@@ -160,125 +96,15 @@ def _size_ok(ctype, size):
     return size >= 1
 
 
-def cudaGraphAddNode(graph, pDependencies, dependencyData, numDependencies, nodeParams):
-    g = _any_graph(graph)
-    deps = None if g is None else _deps(g, pDependencies)
-    if deps is None or nodeParams is None:
-        return (_rt._fail(E.cudaErrorInvalidValue), None)
-    ntype = _NT(int(nodeParams.type))
-    if ntype == _NT.cudaGraphNodeTypeEmpty:
-        _clock.api("cudaGraphAddNode", _rt.P("api_us"))
-        return E.cudaSuccess, _rt.cudaGraphNode_t(g.add(ntype, {"name": "empty"}, deps).handle)
-    if ntype != _NT.cudaGraphNodeTypeConditional:
-        raise NotImplementedError(
-            f"cudaGraphAddNode of a {ntype.name} node is not simulated (backend 'sim'): add it "
-            "with its own call (cudaGraphAddEmptyNode, cudaGraphAddMemcpyNode1D, labkit's "
-            "add_kernel_node) or capture it")
-    p = nodeParams.conditional
-    h = _handles.get(_rt._h(p.handle))
-    ctype = CT(int(p.type))
-    size = int(p.size)
-    if h is None or h.node is not None or not _size_ok(ctype, size):
-        return (_rt._fail(E.cudaErrorInvalidValue), None)
-    bodies = []
-    for _ in range(size):
-        b = _rt._Graph()
-        b.body_of = h
-        _rt._graphs[b.handle] = b
-        bodies.append(b)
-    _clock.api("cudaGraphAddNode", _rt.P("api_us"))
-    n = g.add(ntype, {"name": _NAMES[ctype], "handle": h.id, "ctype": ctype, "bodies": bodies},
-              deps)
-    h.node = n
-    p.phGraph_out = [_rt.cudaGraph_t(b.handle) for b in bodies]
-    return E.cudaSuccess, _rt.cudaGraphNode_t(n.handle)
+def new_node_handle(p):
+    """The unused handle a conditional node's parameters name, or None."""
+    h = handles.get(S.h(p.handle))
+    if h is None or h.node is not None or not size_ok(CT(int(p.type)), int(p.size)):
+        return None
+    return h
 
 
-def cudaGraphAddChildGraphNode(graph, pDependencies, numDependencies, childGraph):
-    g, child = _any_graph(graph), _rt._graph(childGraph)
-    deps = None if g is None else _deps(g, pDependencies)
-    if deps is None or child is None:
-        return (_rt._fail(E.cudaErrorInvalidValue), None)
-    _clock.api("cudaGraphAddChildGraphNode", _rt.P("api_us"))
-    # CUDA clones the child graph into the node: later edits of the child do not reach it
-    n = g.add(_NT.cudaGraphNodeTypeGraph, {"name": "child graph", "nodes": _snapshot(child)}, deps)
-    return E.cudaSuccess, _rt.cudaGraphNode_t(n.handle)
-
-
-# ---------------------------------------------------------------- capture into a graph
-
-def cudaStreamBeginCaptureToGraph(stream, graph, dependencies, dependencyData, numDependencies,
-                                  mode):
-    s = _rt._stream(stream)
-    if s is None:
-        return (_rt._fail(E.cudaErrorInvalidResourceHandle),)
-    if s.handle in (0, 1):
-        return (_rt._fail(E.cudaErrorStreamCaptureUnsupported),)
-    if s.capture is not None:
-        return (_rt._fail(E.cudaErrorIllegalState),)
-    g = _any_graph(graph)
-    deps = None if g is None else _deps(g, dependencies)
-    if deps is None:
-        return (_rt._fail(E.cudaErrorInvalidValue),)
-    _clock.api("cudaStreamBeginCaptureToGraph", _rt.P("begin_capture_us"))
-    c = _rt._Capture(s, _rt._MODE(int(mode)))
-    c.graph, c.into_existing = g, True
-    s.capture, s.deps = c, deps
-    return _rt._OK
-
-
-def cudaStreamUpdateCaptureDependencies(stream, dependencies, dependencyData, numDependencies,
-                                        flags):
-    s = _rt._stream(stream)
-    if s is None:
-        return (_rt._fail(E.cudaErrorInvalidResourceHandle),)
-    if s.capture is None:
-        return (_rt._fail(E.cudaErrorIllegalState),)
-    deps = _deps(s.capture.graph, dependencies)
-    if deps is None or int(flags) not in (0, 1):
-        return (_rt._fail(E.cudaErrorInvalidValue),)
-    set_ = int(flags) == int(cudaStreamUpdateCaptureDependenciesFlags.cudaStreamSetCaptureDependencies)
-    s.deps = deps if set_ else list(dict.fromkeys(s.deps + deps))
-    return _rt._OK
-
-
-# ---------------------------------------------------------------- host functions and allocations
-
-def cudaLaunchHostFunc(stream, fn, userData):
-    s = _rt._stream(stream)
-    if s is None:
-        return (_rt._fail(E.cudaErrorInvalidResourceHandle),)
-    return (_rt._submit(s, _NT.cudaGraphNodeTypeHost,
-                        {"name": "host function", "fn": int(fn), "data": int(userData or 0)},
-                        _rt.P("api_us"), "cudaLaunchHostFunc"),)
-
-
-def cudaMallocAsync(size, hStream):
-    s = _rt._stream(hStream)
-    if s is None:
-        return (_rt._fail(E.cudaErrorInvalidResourceHandle), None)
-    a = _rt._new_alloc(int(size))
-    err = _rt._submit(s, _NT.cudaGraphNodeTypeMemAlloc, {"name": "mem alloc", "addr": a.addr},
-                      _rt.P("api_us"), "cudaMallocAsync")
-    return (err, a.addr if err == E.cudaSuccess else None)
-
-
-def cudaFreeAsync(devPtr, hStream):
-    s = _rt._stream(hStream)
-    a = _rt._allocs.get(int(devPtr))
-    if s is None:
-        return (_rt._fail(E.cudaErrorInvalidResourceHandle),)
-    if a is None or a.freed:
-        return (_rt._fail(E.cudaErrorInvalidValue),)
-    capturing = s.capture is not None
-    err = _rt._submit(s, _NT.cudaGraphNodeTypeMemFree, {"name": "mem free", "addr": a.addr},
-                      _rt.P("api_us"), "cudaFreeAsync")
-    if err == E.cudaSuccess and not capturing:
-        a.freed = True               # outside a capture the free happens in stream order: now
-    return (err,)
-
-
-# ---------------------------------------------------------------- hooks called by runtime.py
+# ---------------------------------------------------------------- graphs and executables
 
 def end_capture_failed(c):
     """An invalidated capture into an existing graph leaves that graph unusable (measured on
@@ -302,17 +128,17 @@ def instantiate_error(g, flags):
     """The error ``cudaGraphInstantiate`` gives for ``g``'s conditional nodes, or None."""
     tree = _tree(g)
     has_cond = any(n.type == _NT.cudaGraphNodeTypeConditional for t in tree for n in t.nodes)
-    if not has_cond and not any(h.graph is g for h in _handles.values()):
+    if not has_cond and not any(h.graph is g for h in handles.values()):
         return None
-    bad_flags = (int(cudaGraphInstantiateFlags.cudaGraphInstantiateFlagUpload)
-                 | int(cudaGraphInstantiateFlags.cudaGraphInstantiateFlagDeviceLaunch))
+    bad_flags = (int(_cr.cudaGraphInstantiateFlags.cudaGraphInstantiateFlagUpload)
+                 | int(_cr.cudaGraphInstantiateFlags.cudaGraphInstantiateFlagDeviceLaunch))
     if has_cond and int(flags) & bad_flags:
         return E.cudaErrorInvalidValue
     for body in tree[1:]:
         if any(_forbidden(n) for n in body.nodes):
             return E.cudaErrorInvalidValue
     ids = {id(t) for t in tree}
-    if any(h.node is None and id(h.graph) in ids for h in _handles.values()):
+    if any(h.node is None and id(h.graph) in ids for h in handles.values()):
         return E.cudaErrorInvalidValue
     return None
 
@@ -321,18 +147,19 @@ def _forbidden(n):
     if n.type in _BODY_FORBIDDEN:
         return True
     if n.type == _NT.cudaGraphNodeTypeGraph:
-        return any(t in _BODY_FORBIDDEN for t, _, _ in _flat(n.payload["nodes"]))
+        return any(t in _BODY_FORBIDDEN for t, _, _ in flat(n.payload["nodes"]))
     return False
 
 
-def _flat(snap):
+def flat(snap):
+    """Every (type, payload, deps) of a snapshot, child graphs' nodes included."""
     for t, p, d in snap:
         yield t, p, d
         if t == _NT.cudaGraphNodeTypeGraph:
-            yield from _flat(p["nodes"])
+            yield from flat(p["nodes"])
 
 
-def _snapshot(g):
+def snapshot(g):
     """An executable's copy of graph ``g``'s nodes: (type, payload, dependency indices), bodies
     of conditional nodes copied too (they are part of the executable, fixed at instantiate)."""
     index = {n: i for i, n in enumerate(g.nodes)}
@@ -340,18 +167,18 @@ def _snapshot(g):
     for n in g.nodes:
         p = dict(n.payload)
         if n.type == _NT.cudaGraphNodeTypeConditional:
-            p["bodies"] = [_snapshot(b) for b in n.payload["bodies"]]
+            p["bodies"] = [snapshot(b) for b in n.payload["bodies"]]
         out.append((n.type, p, [index[d] for d in n.deps]))
     return out
 
 
 def on_instantiate(x, g):
     """Give executable ``x`` its own copies of the bodies and its own handle values."""
-    for i, (ntype, payload, deps) in enumerate(x.nodes):
+    for ntype, payload, _deps in x.nodes:
         if ntype == _NT.cudaGraphNodeTypeConditional:
-            payload["bodies"] = [_snapshot(b) for b in payload["bodies"]]
+            payload["bodies"] = [snapshot(b) for b in payload["bodies"]]
     ids = {id(t) for t in _tree(g)}
-    x.cond_handles = [h for h in _handles.values() if id(h.graph) in ids]
+    x.cond_handles = [h for h in handles.values() if id(h.graph) in ids]
     x.cond_values = {h.id: 0 for h in x.cond_handles}   # without AssignDefault: 0 at first
 
 
@@ -414,7 +241,7 @@ def on_update(x, g):
             x.cond_values[hid] = on_old[hid]
 
 
-# ---------------------------------------------------------------- running
+# ---------------------------------------------------------------- values while running
 
 def set_value(handle, value):
     """Set a conditional handle's value from device code (``cudaGraphSetConditional``)."""
@@ -430,71 +257,28 @@ def set_value(handle, value):
     values[h] = int(value) & 0xFFFFFFFF
 
 
-def _run_snapshot(snap):
-    """Run a body's nodes in order; return (err, GPU µs along its critical path)."""
-    ends = []
-    for ntype, payload, deps in snap:
-        err = run_node(ntype, payload)
-        if err != E.cudaSuccess:
-            return err, 0.0
-        t0 = max([0.0] + [ends[d] for d in deps]) + _rt.P("graph_node_gap_us")
-        ends.append(t0 + _rt._node_gpu_us(ntype, payload))
-    return E.cudaSuccess, max(ends + [0.0])
+def value(payload) -> int:
+    """The current value of the handle of the conditional node with ``payload``."""
+    return _running[-1].get(payload["handle"], 0)
 
 
-def run_node(ntype, payload):
-    """Run one node of a kind this module adds; the rest goes to runtime's own."""
-    if ntype == _NT.cudaGraphNodeTypeConditional:
-        return _run_conditional(payload)
-    if ntype == _NT.cudaGraphNodeTypeGraph:
-        err, payload["_gpu_us"] = _run_snapshot(payload["nodes"])
-        return err
-    if ntype == _NT.cudaGraphNodeTypeHost:
-        ctypes.CFUNCTYPE(None, ctypes.c_void_p)(payload["fn"])(payload["data"] or None)
-        return E.cudaSuccess
-    if ntype in (_NT.cudaGraphNodeTypeMemAlloc, _NT.cudaGraphNodeTypeMemFree):
-        return E.cudaSuccess
-    return _rt._run_node(ntype, payload)
+def picked_body(payload):
+    """The body an IF or SWITCH node runs for its handle's value now, or None."""
+    v, bodies = value(payload), payload["bodies"]
+    if payload["ctype"] == CT.cudaGraphCondTypeIf:
+        return 0 if v else (1 if len(bodies) == 2 else None)
+    return v if v < len(bodies) else None
 
 
-def _run_conditional(payload):
-    values = _running[-1]
-    h, ctype, bodies = payload["handle"], payload["ctype"], payload["bodies"]
-    gpu = _rt.P("conditional_node_us") - _rt.P("graph_node_gap_us")
-    runs = 0
-    if ctype == CT.cudaGraphCondTypeWhile:
-        while values.get(h, 0):
-            if runs >= MAX_WHILE_ITERATIONS:
-                raise WhileIterationLimit(
-                    f"a WHILE node ran {runs} iterations and its condition is still "
-                    f"{values[h]}: on a GPU this loop would never end. A kernel in the body must "
-                    "call set_condition(handle, 0) when the loop should stop (check its test, and "
-                    "that it gets this graph's handle); raise LABKIT_SIM_MAX_WHILE if the loop "
-                    "really needs more iterations")
-            err, t = _run_snapshot(bodies[0])
-            if err != E.cudaSuccess:
-                return err
-            gpu += t + _rt.P("while_iteration_us")
-            runs += 1
-    else:
-        v = values.get(h, 0)
-        if ctype == CT.cudaGraphCondTypeIf:
-            pick = 0 if v else (1 if len(bodies) == 2 else None)
-        else:
-            pick = v if v < len(bodies) else None
-        if pick is not None:
-            err, t = _run_snapshot(bodies[pick])
-            if err != E.cudaSuccess:
-                return err
-            gpu += t
-            runs = 1
-    payload["_gpu_us"], payload["_runs"] = max(gpu, 0.0), runs
-    return E.cudaSuccess
-
-
-def gpu_us(ntype, payload):
-    """GPU µs of the node's last run (its bodies ran when it was run)."""
-    return payload.get("_gpu_us", 0.0)
+def while_limit(runs, payload):
+    """Raise `WhileIterationLimit` once a WHILE node has run `MAX_WHILE_ITERATIONS` times."""
+    if runs >= MAX_WHILE_ITERATIONS:
+        raise WhileIterationLimit(
+            f"a WHILE node ran {runs} iterations and its condition is still "
+            f"{value(payload)}: on a GPU this loop would never end. A kernel in the body must "
+            "call set_condition(handle, 0) when the loop should stop (check its test, and "
+            "that it gets this graph's handle); raise LABKIT_SIM_MAX_WHILE if the loop "
+            "really needs more iterations")
 
 
 def span_name(payload) -> str:
@@ -502,9 +286,3 @@ def span_name(payload) -> str:
     if payload.get("ctype") == CT.cudaGraphCondTypeWhile:
         return f"WHILE ×{runs}"
     return payload.get("name", "")
-
-
-def handles_types():
-    """The node types this module runs (runtime's _run_node hands them here)."""
-    return (_NT.cudaGraphNodeTypeConditional, _NT.cudaGraphNodeTypeGraph, _NT.cudaGraphNodeTypeHost,
-            _NT.cudaGraphNodeTypeMemAlloc, _NT.cudaGraphNodeTypeMemFree)

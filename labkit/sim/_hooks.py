@@ -17,8 +17,8 @@ here.
 
 import numpy as _np
 
-from . import clock
-from . import runtime as _rt
+from . import _heap, _work, clock
+from . import _state as S
 
 P = clock.P
 host_us = clock.host_us
@@ -32,25 +32,20 @@ stop_trace = clock.stop_trace
 
 def new_alloc(nbytes: int, pinned: bool = False) -> int:
     """A new simulated allocation (what numba's device_array / pinned_array would cudaMalloc)."""
-    return _rt._new_alloc(nbytes, pinned).addr
+    return _heap.new_alloc(nbytes, pinned).addr
 
 
 def pinned_buffer(addr: int):
     """The numpy bytes behind a simulated pinned allocation."""
-    return _rt._allocs[addr].buf
+    return _heap.allocs[addr].buf
 
 
 def release(addr: int) -> None:
     """Free an allocation whose array was collected (numba's deferred cuMemFree). Its address is
     never reused, so any later use of it is seen."""
-    a = _rt._allocs.pop(addr, None)
+    a = _heap.allocs.pop(addr, None)
     if a is not None:
         a.freed = True
-
-
-def host_view(addr: int, nbytes: int):
-    """numpy bytes of a live simulated allocation, or None where it was freed."""
-    return _rt._view(int(addr), int(nbytes))
 
 
 class ArrayArg:
@@ -65,7 +60,7 @@ class ArrayArg:
         self.ndim = len(self.shape)
 
     def view(self):
-        raw = _rt._view(self.addr, self.nbytes)
+        raw = _heap.view(self.addr, self.nbytes)
         return None if raw is None else raw.view(self.dtype).reshape(self.shape)
 
     def __repr__(self):
@@ -90,41 +85,40 @@ def register_function(name, run, gpu_us) -> int:
     ``gpu_us(grid, block, *args)`` is its GPU time, given the parameter values (`ArrayArg` for
     arrays, which have ``nbytes``, ``size``, ``shape`` and ``dtype``).
     """
-    handle = next(_rt._ids)
-    _rt._functions[handle] = _rt._Function(name, run, gpu_us)
+    handle = next(S.ids)
+    S.functions[handle] = S.Function(name, run, gpu_us)
     return handle
 
 
 def function_name(func: int) -> str | None:
     """The name a function handle was registered with (None: no such function)."""
-    fn = _rt._functions.get(func)
+    fn = S.functions.get(func)
     return None if fn is None else fn.name
 
 
 def launch(func: int, grid, block, params: tuple, stream: int, host_cost_us: float):
     """``cuLaunchKernel`` of a registered function; the launch costs ``host_cost_us`` of host
     time in all (numba's dispatch included). Returns a cudaError_t."""
-    s = _rt._stream(stream)
+    s = S.stream(stream)
     if s is None:
-        return _rt._fail(_rt.E.cudaErrorInvalidResourceHandle)
-    fn = _rt._functions.get(func)
+        return S.fail(S.E.cudaErrorInvalidResourceHandle)
+    fn = S.functions.get(func)
     if fn is None:
-        return _rt._fail(_rt.E.cudaErrorInvalidDeviceFunction)
-    return _rt._submit(s, _rt._NT.cudaGraphNodeTypeKernel,
+        return S.fail(S.E.cudaErrorInvalidDeviceFunction)
+    return _work.submit(s, S.NT.cudaGraphNodeTypeKernel,
                        {"func": func, "grid": grid, "block": block, "params": params,
                         "name": fn.name}, host_cost_us, f"launch {fn.name}")
 
 
 def capturing(stream: int) -> bool:
-    s = _rt._stream(stream)
+    s = S.stream(stream)
     return s is not None and s.capture is not None
 
 
 def refuse_in_capture(stream: int):
     """What CUDA does when numba would copy a host array inside a capture: the copy is
     unsupported (900) and the capture is invalidated. Returns the error."""
-    s = _rt._stream(stream)
-    _rt._invalidate(s.capture)
-    return _rt._fail(_rt.E.cudaErrorStreamCaptureUnsupported)
+    S.invalidate(S.stream(stream).capture)
+    return S.fail(S.E.cudaErrorStreamCaptureUnsupported)
 
 

@@ -1,0 +1,211 @@
+"""The simulated runtime's state: its objects (streams, events, captures, graphs, executables,
+registered functions), the tables that hold them by handle, and the guard that every
+*potentially unsafe* call goes through while a capture is open.
+
+Every other module of the simulated runtime reads and changes this state; none of them holds
+state of its own except `labkit.sim._heap` (memory) and `labkit.sim._conditional` (handles).
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+
+from cuda.bindings import runtime as _cr
+
+from . import _capture_rules as _rules
+from . import clock as _clock
+
+E = _cr.cudaError_t
+STATUS = _cr.cudaStreamCaptureStatus
+MODE = _cr.cudaStreamCaptureMode
+NT = _cr.cudaGraphNodeType
+OK = (E.cudaSuccess,)
+P = _clock.P
+ids = itertools.count(0x1000)
+lock = threading.RLock()
+LEGACY, PER_THREAD = 1, 2          # cudaStreamLegacy, cudaStreamPerThread (0 is the legacy too)
+
+
+def fail(code):
+    """Record ``code`` as the calling thread's last error (per thread, as CUDA's) and return it."""
+    _rules.set_last_error(code)
+    return code
+
+
+def h(handle) -> int:
+    """A handle's value: cuda-bindings' handle types, ints and None (0) alike."""
+    return 0 if handle is None else int(handle)
+
+
+# ---------------------------------------------------------------- objects
+
+class Function:
+    """A registered kernel: its name, how to compute it, and its GPU time."""
+
+    def __init__(self, name, run, gpu_us):
+        self.name, self.run, self.gpu_us = name, run, gpu_us
+
+
+class Capture:
+    def __init__(self, origin, mode):
+        self.id = next(ids)
+        self.origin, self.mode = origin, mode
+        self.graph = Graph()
+        self.status = STATUS.cudaStreamCaptureStatusActive
+        self.streams = {origin}
+        self.thread = threading.get_ident()
+
+
+class Stream:
+    def __init__(self, handle, flags):
+        self.handle, self.flags = handle, flags
+        self.ready_us = 0.0
+        self.capture: Capture | None = None
+        self.deps: list = []
+        self.destroyed = False
+
+    @property
+    def blocking(self) -> bool:
+        """Whether the legacy default stream synchronizes with this stream."""
+        return not self.flags & _cr.cudaStreamNonBlocking
+
+
+class Event:
+    def __init__(self, flags):
+        self.flags = flags
+        self.time_us = None      # GPU time of completion of the recorded work
+        self.captured = None     # (capture, deps) when last recorded in a capture
+        self.destroyed = False
+
+
+class Node:
+    def __init__(self, ntype, payload):
+        self.handle = next(ids)
+        self.type, self.payload = ntype, payload   # payload: dict of the node's parameters
+        self.deps: list[Node] = []
+        self.enabled = True
+
+
+class Graph:
+    def __init__(self):
+        self.handle = next(ids)
+        self.nodes: list[Node] = []
+        self.destroyed = False
+
+    def add(self, ntype, payload, deps):
+        n = Node(ntype, payload)
+        n.deps = list(dict.fromkeys(deps))
+        self.nodes.append(n)
+        nodes[n.handle] = (self, n)
+        return n
+
+
+class Exec:
+    def __init__(self, graph: Graph, flags=0):
+        self.handle = next(ids)
+        self.source, self.flags = graph, int(flags)
+        index = {n: i for i, n in enumerate(graph.nodes)}
+        self.nodes = [(n.type, dict(n.payload), [index[d] for d in n.deps]) for n in graph.nodes]
+        self.by_source = {n.handle: i for i, n in enumerate(graph.nodes)}
+        self.disabled: set[int] = set()
+        self.uploaded = False
+        self.destroyed = False
+        self.ready_us = 0.0      # when its last launch ends: launches of one executable serialize
+
+
+functions: dict[int, Function] = {}
+streams: dict[int, Stream] = {0: Stream(0, 0), LEGACY: Stream(LEGACY, 0),
+                              PER_THREAD: Stream(PER_THREAD, 0)}
+events: dict[int, Event] = {}
+graphs: dict[int, Graph] = {}
+execs: dict[int, Exec] = {}
+nodes: dict[int, tuple] = {}      # node handle -> (graph, node)
+
+
+# ---------------------------------------------------------------- lookups
+
+def stream(handle):
+    s = streams.get(h(handle))
+    return None if s is None or s.destroyed else s
+
+
+def event(handle):
+    e = events.get(h(handle))
+    return None if e is None or e.destroyed else e
+
+
+def graph(handle):
+    g = graphs.get(h(handle))
+    return None if g is None or g.destroyed else g
+
+
+def any_graph(handle):
+    """A graph by handle: a live one, or the graph a capture is building."""
+    g = graph(handle)
+    if g is not None:
+        return g
+    want = h(handle)
+    for c in active_captures():
+        if c.graph.handle == want:
+            return c.graph
+    return None
+
+
+def exec_(handle):
+    x = execs.get(h(handle))
+    return None if x is None or x.destroyed else x
+
+
+def node(handle, ntype=None):
+    """(graph, node) for a node handle (of type ``ntype`` if given), or None."""
+    hit = nodes.get(h(handle))
+    if hit is None or hit[0].destroyed or (ntype is not None and hit[1].type != ntype):
+        return None
+    return hit
+
+
+def deps_in(g, handles):
+    """The nodes of graph ``g`` named by ``handles``; None if one is not ``g``'s."""
+    out = []
+    for d in handles or []:
+        hit = nodes.get(h(d))
+        if hit is None or hit[0] is not g:
+            return None
+        out.append(hit[1])
+    return out
+
+
+# ---------------------------------------------------------------- captures and the guard
+
+def active_captures():
+    seen = {}
+    for s in streams.values():
+        if s.capture is not None and not s.destroyed:
+            seen[s.capture.id] = s.capture
+    return list(seen.values())
+
+
+def invalidate(c: Capture):
+    c.status = STATUS.cudaStreamCaptureStatusInvalidated
+
+
+def refuse_unsafe():
+    """The guard of a *potentially unsafe* call (`labkit.sim._capture_rules`): while a capture
+    forbids it from this thread, that capture is invalidated and the call's error is
+    ``cudaErrorStreamCaptureUnsupported``, returned here; None when the call may go ahead."""
+    c = _rules.forbidding_capture(active_captures())
+    if c is None:
+        return None
+    invalidate(c)
+    return fail(E.cudaErrorStreamCaptureUnsupported)
+
+
+def captured_event_error(e):
+    """A synchronize or query of event ``e`` last recorded in a capture: 907 while the capture
+    is active (which it invalidates), else cudaErrorInvalidValue; None for an uncaptured event."""
+    if e.captured is None:
+        return None
+    if e.captured[0].status == STATUS.cudaStreamCaptureStatusActive:
+        invalidate(e.captured[0])
+        return fail(E.cudaErrorCapturedEvent)
+    return fail(E.cudaErrorInvalidValue)
