@@ -152,3 +152,23 @@ def test_no_drawing_module_is_hidden_by_a_function_of_the_same_name():
         module = importlib.import_module(f"labkit.measure.plot.{name}")
         assert getattr(plot, name, module) is module, \
             f"labkit.plot.{name} is not the module {name}.py: rename one of the two"
+
+
+
+def test_on_a_gpu_a_stream_is_found_by_the_id_cupti_names_its_row_by(monkeypatch):
+    import labkit.measure.plot as facade
+    from labkit.backend import rt
+    ids = {4096: 13, 8192: 20}           # what cudaStreamGetId returns there for each handle
+    monkeypatch.setattr(facade, "is_gpu", True)
+    monkeypatch.setitem(vars(rt), "cudaStreamGetId",    # the simulator has none: add one
+                        lambda h: (rt.cudaError_t.cudaSuccess, ids[h]))
+    cupti = Timeline([Span("CPU", "cudaLaunchKernel", 0.0, 5.0, "launch"),
+                      Span("stream 13", "a", 5.0, 50.0, "kernel"),
+                      Span("stream 20", "b", 5.0, 40.0, "kernel")], source="cupti")
+    ax = plot.timeline(cupti, stream_names={_FakeStream(4096): "origin", _FakeStream(8192): "side 1"},
+                       provenance=PROV)
+    assert _row_labels(ax) == ["CPU", "origin", "side 1"]
+    with pytest.raises(ValueError, match=r"^stream_names names 'stream 4096' or 'stream 13', but "
+                                         r"no row is 'stream 4096' or 'stream 13'"):
+        plot.timeline(Timeline([Span("stream 99", "x", 0.0, 1.0, "kernel")], source="cupti"),
+                      stream_names={_FakeStream(4096): "origin"}, provenance=PROV)

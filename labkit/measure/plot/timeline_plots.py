@@ -144,14 +144,27 @@ def _row_labels(tls: Sequence[Timeline], stream_names: Mapping | None) -> dict[s
     rows = {row for tl in tls for row in tl.rows()}
     out = {}
     for key, label in stream_names.items():
-        row = key if isinstance(key, str) else f"stream {stream_handle(key)}"
-        hits = [r for r in rows if r == row or r.startswith(row + " branch ")]
-        if not hits:
-            raise ValueError(f"stream_names names {row!r}, but no row is {row!r}; the rows "
+        candidates = [key] if isinstance(key, str) else stream_rows(stream_handle(key))
+        for row in candidates:
+            hits = [r for r in rows if r == row or r.startswith(row + " branch ")]
+            if hits:
+                break
+        else:
+            named = " or ".join(map(repr, candidates))
+            raise ValueError(f"stream_names names {named}, but no row is {named}; the rows "
                              f"here are {sorted(rows)}")
         for r in hits:
             out[r] = str(label) + r[len(row):].replace(" branch ", ", branch ")
     return out
+
+
+def _rows_by_handle(handle: int) -> list[str]:
+    return [f"stream {handle}"]
+
+
+#: ``handle -> the row names its GPU work can carry``: "stream <handle>" here (the simulator's
+#: rows); the facade (`labkit.plot`) adds a GPU's "stream <ID>", by which CUPTI names rows.
+stream_rows = _rows_by_handle
 
 
 def _draw(ax, tl: Timeline, origin: float, extent: float, max_labels: int,
