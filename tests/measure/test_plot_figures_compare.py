@@ -172,3 +172,10 @@ def test_on_a_gpu_a_stream_is_found_by_the_id_cupti_names_its_row_by(monkeypatch
                                          r"no row is 'stream 4096' or 'stream 13'"):
         plot.timeline(Timeline([Span("stream 99", "x", 0.0, 1.0, "kernel")], source="cupti"),
                       stream_names={_FakeStream(4096): "origin"}, provenance=PROV)
+
+
+def test_a_timeline_without_rows_per_stream_draws_with_stream_names_left_unused():
+    events = Timeline([Span("CPU", "region", 0.0, 50.0, "api"),
+                       Span("GPU (events)", "all GPU work", 0.0, 40.0, "kernel")], source="events")
+    ax = plot.timeline(events, stream_names={_FakeStream(4096): "origin"}, provenance=PROV)
+    assert _row_labels(ax) == ["CPU", "GPU (events)"]

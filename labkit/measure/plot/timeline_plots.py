@@ -142,6 +142,8 @@ def _row_labels(tls: Sequence[Timeline], stream_names: Mapping | None) -> dict[s
     if not stream_names:
         return {}
     rows = {row for tl in tls for row in tl.rows()}
+    if not any(row.startswith("stream ") for row in rows):
+        return {}    # no row per stream (a GPU without CUPTI: one "GPU (events)" row): none to name
     out = {}
     for key, label in stream_names.items():
         candidates = [key] if isinstance(key, str) else stream_rows(stream_handle(key))
