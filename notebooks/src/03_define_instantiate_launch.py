@@ -457,8 +457,8 @@ ex_f.close()
 # float is a double), and it counts a `range` loop with 64-bit integers and sign checks. That
 # made each of the 50 steps about six instructions. The chain of 50 dependent additions is not
 # the problem: with 16 M threads the GPU always has other warps ready while one waits. The
-# *number* of instructions is: 16 M threads × 50 steps × six instructions kept the GPU's
-# instruction issue busy for longer than moving the array took. The `while` loop on float32
+# *number* of instructions is: 16 M threads × 50 steps × six instructions took the GPU longer
+# to execute than moving the array took. The `while` loop on float32
 # compiles to about one instruction a step. The simulator charges a kernel for the memory it
 # moves, not for its instructions, so it cannot show this difference: on a GPU, a profiler can.
 #
