@@ -9,13 +9,17 @@ raw-API code runs unchanged on both.
 The package is grouped by role: the core (capture, graphs, cache, kernels, streams, the
 backend) here; ``labkit.measure`` (timing, stats, spans, CUPTI, plots, the course's claims);
 ``labkit.course`` (the course's kernels, the decoder, the exercises); ``labkit.cli``
-(``python -m labkit VERB``). ``labkit.timing`` and ``labkit.plot`` are public names for
-``labkit.measure.timing`` and ``labkit.measure.plot``, loaded on first use (so ``import labkit``
-does not import matplotlib); use ``from labkit import timing``, not ``import labkit.timing``.
+(``python -m labkit VERB``). ``labkit.timing`` and ``labkit.plot`` are
+``labkit.measure.timing`` and ``labkit.measure.plot`` themselves, loaded on first use (so
+``import labkit`` does not import matplotlib); ``import labkit.timing`` works too.
+
+``labkit.backend`` is the active backend's name, a str ("cuda" or "sim") that notebooks print
+and compare; it is a `BackendName`, so ``labkit.backend.is_gpu`` (any name of the package
+`labkit.backend`) reaches the package it would otherwise hide.
 """
 import importlib as _importlib
 
-from . import backend as _be   # the package; the attribute labkit.backend is its name
+from . import backend as _be
 from ._errors import CudaError, check, hint_for
 from ._handles import stream_handle
 from ._kernel import kernel, Kernel, to_device, device_array, pinned_array
@@ -27,7 +31,27 @@ from .cache import GraphCache
 from .conditional import (Body, Condition, ConditionalGraph, conditional_graph,
                           conditional_in_capture, set_condition)
 
-backend = _be.name
+
+
+class BackendName(str):
+    """The active backend's name ("cuda" or "sim"), a str, through which the names of the
+    package `labkit.backend` stay reachable: ``labkit.backend.is_gpu``, ``labkit.backend.rt``.
+
+    ``labkit.backend`` was the name first (notebooks print it and compare it with "cuda"), and
+    a plain str hid the package of the same name (``labkit.backend.rt`` was an AttributeError
+    on a str). A str method's name would win over a package name, but the package has none.
+    """
+
+    __slots__ = ()
+
+    def __getattr__(self, attr):
+        return getattr(_be, attr)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(_be.__all__))
+
+
+backend = BackendName(_be.name)
 backend_reason = _be.reason
 backend_error = _be.error
 rt = _be.rt
@@ -40,13 +64,13 @@ __all__ = [
     "Stream", "Event", "synchronize", "capture", "fork", "Graph", "GraphExec", "KernelNode",
     "UpdateResult", "host_us", "cpu_us", "device_name", "provenance", "GraphCache",
     "prepare", "PreparedLaunch", "LaunchParams", "launch_params", "timing", "plot",
-    "expect", "ClaimFailed",
+    "expect", "ClaimFailed", "BackendName",
     "Condition", "Body", "ConditionalGraph", "conditional_graph", "conditional_in_capture",
     "set_condition",
 ]
 
 # Public names for what lives in labkit.measure (above this core), imported when first asked for.
-_LAZY_MODULES = {"timing": "labkit.measure.timing", "plot": "labkit.measure.plot"}
+_LAZY_MODULES = {"timing": "labkit.timing", "plot": "labkit.plot"}
 _LAZY_NAMES = {"expect": "labkit.measure.claims", "ClaimFailed": "labkit.measure.claims"}
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from . import _hostspans
 from ._errors import CudaError, check
 from ._handles import Handle, stream_handle
+from ._kernel import python_name
 from ._prepared import LaunchParams
 from .backend import kernel_node_name as _kernel_node_name, rt
 
@@ -99,8 +100,9 @@ class Graph(Handle):
         import networkx as nx
         g = nx.DiGraph(made=self.made)
         for i, (node, k) in enumerate(zip(self.nodes, self.node_kinds())):
-            # name: the kernel's symbol for kernel nodes (plot.graph_dag shortens it), else the kind
-            name = (_kernel_symbol(node) if k == "kernel" else None) or k
+            # name: a kernel node's kernel by its Python name where labkit knows it, else the kind
+            symbol = _kernel_symbol(node) if k == "kernel" else None
+            name = python_name(symbol) if symbol else k
             g.add_node(i, kind=k, label=f"{i}:{k}", name=name)
         g.add_edges_from(self.edges)
         return g
@@ -186,9 +188,9 @@ class GraphExec(Handle):
         if rec is None:
             err, = rt.cudaGraphLaunch(self.handle, self._stream_h)
         else:
-            t0 = rec.graph_begin()
+            t0 = rec.now()
             err, = rt.cudaGraphLaunch(self.handle, self._stream_h)
-            rec.graph_end(t0, self)
+            rec.add_graph(t0, self)
         if err:
             self._open()       # a closed executable says so, not "invalid argument"
             raise CudaError(err, "cudaGraphLaunch")

@@ -9,7 +9,7 @@ records, which draw only ``cuLaunchKernel`` (not numba's dispatch) and make ever
 dearer.
 
 When no timeline is open, a hooked call pays one module-attribute read and a ``None`` test
-(tens of ns). A leaf module: it imports nothing from labkit, so every layer may use it.
+(tens of ns). A leaf module: it imports only `labkit._span`, so every layer may use it.
 
 The hook, in a hot path::
 
@@ -19,70 +19,61 @@ The hook, in a hot path::
     if rec is not None:
         rec.add("launch add_one", "launch", t0)
 
-A graph launch uses ``t0 = rec.graph_begin()`` / ``rec.graph_end(t0, self)`` instead, so a tracer
-may prepare for it outside the timed span (``before_graph`` / ``after_graph``).
+A graph launch calls ``rec.add_graph(t0, graph_exec)``, so the span knows what it launched.
+Spans are kept in the clock's own units while recording (no conversion in the hot path) and
+handed out in µs by `stop`.
 """
 from __future__ import annotations
 
 import time
-from typing import Callable, NamedTuple
+from typing import Callable
+
+from ._span import CPU_ROW, Span
 
 active: "Recorder | None" = None
 
 
-class HostSpan(NamedTuple):
-    """One labkit-level call: ``start`` and ``end`` in the recorder's clock units."""
-
-    name: str
-    kind: str          # "launch", "graph", "sync" or "api", as labkit.measure._spans's kinds
-    start: float
-    end: float
-    target: object     # a graph launch: the labkit GraphExec launched (None otherwise)
-
-
 class Recorder:
-    """Collects `HostSpan`s; ``now`` is the clock (ns on a GPU, µs on the simulator).
+    """Collects `Span`s of the CPU row; ``now`` is the clock, ``us_per_tick`` its unit in µs
+    (1e-3 for ``time.perf_counter_ns`` on a GPU, 1 for the simulator's µs clock)."""
 
-    ``before_graph`` / ``after_graph``: optional callables run around each graph launch,
-    outside its span (a tracer that must change its settings for graph launches).
-    """
+    __slots__ = ("spans", "now", "us_per_tick")
 
-    __slots__ = ("spans", "now", "before_graph", "after_graph")
-
-    def __init__(self, now: Callable[[], float]):
-        self.spans: list[HostSpan] = []
+    def __init__(self, now: Callable[[], float], us_per_tick: float):
+        self.spans: list[Span] = []
         self.now = now
-        self.before_graph: Callable[[], None] | None = None
-        self.after_graph: Callable[[], None] | None = None
+        self.us_per_tick = us_per_tick
 
     def add(self, name: str, kind: str, start: float) -> None:
         """Close the span of a call that began at ``start`` (the clock's value then)."""
-        self.spans.append(HostSpan(name, kind, start, self.now(), None))
+        self.spans.append(Span(CPU_ROW, name, start, self.now(), kind))
 
-    def graph_begin(self) -> float:
-        if self.before_graph is not None:
-            self.before_graph()
-        return self.now()
+    def add_graph(self, start: float, graph_exec) -> None:
+        """Close the span of a graph launch of ``graph_exec`` that began at ``start``."""
+        self.spans.append(Span(CPU_ROW, "cudaGraphLaunch", start, self.now(), "graph",
+                               target=graph_exec))
 
-    def graph_end(self, start: float, target=None) -> None:
-        end = self.now()
-        if self.after_graph is not None:
-            self.after_graph()
-        self.spans.append(HostSpan("cudaGraphLaunch", "graph", start, end, target))
+    def in_us(self) -> list[Span]:
+        """The spans so far, in µs of the clock."""
+        k = self.us_per_tick
+        if k == 1:
+            return list(self.spans)
+        return [s._replace(start_us=s.start_us * k, end_us=s.end_us * k) for s in self.spans]
 
 
-def start(now: Callable[[], float] | None = None) -> Recorder:
-    """Open a recording (one at a time, as timelines are); returns its `Recorder`."""
+def start(now: Callable[[], float] = time.perf_counter_ns, us_per_tick: float = 1e-3) -> Recorder:
+    """Open a recording (one at a time, as timelines are) on clock ``now`` whose tick is
+    ``us_per_tick`` µs; returns its `Recorder`."""
     global active
     if active is not None:
         raise RuntimeError("a timeline is already recording labkit's host spans; timelines "
                            "cannot nest: let the first with-block end first")
-    active = Recorder(now or time.perf_counter_ns)
+    active = Recorder(now, us_per_tick)
     return active
 
 
-def stop() -> list[HostSpan]:
-    """Close the recording; its spans, in the order the calls ended."""
+def stop() -> list[Span]:
+    """Close the recording; its spans in µs of its clock, in the order the calls ended."""
     global active
     rec, active = active, None
-    return rec.spans if rec is not None else []
+    return rec.in_us() if rec is not None else []

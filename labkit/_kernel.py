@@ -5,11 +5,15 @@
 kept, so a repeated launch is a dictionary lookup, the backend's launch, and one integer test
 for an open capture (whose graph must keep the arguments alive), all inside the backend's
 launch function, which ``k[grid, block, stream]`` returns as it is.
+
+`python_name` turns the symbol numba compiled a labkit kernel to back into its Python name, for
+traces and graph drawings (no demangler: numba knows the symbols it made).
 """
 from __future__ import annotations
 
 import inspect
 import warnings
+import weakref
 
 import numpy as np
 from numba import cuda
@@ -17,10 +21,12 @@ from numba import cuda
 from . import _hostspans
 from .backend import device_array as _device_array, launcher as _launcher
 from .backend import pinned_array as _pinned_array, to_device as _to_device
+from .backend._numba_kernel import entry_names
 from ._handles import Handle, stream_handle
 from ._prepared import LaunchParams, PreparedLaunch, _dims
 
-__all__ = ["kernel", "Kernel", "to_device", "device_array", "pinned_array", "stream_handle"]
+__all__ = ["kernel", "Kernel", "to_device", "device_array", "pinned_array", "stream_handle",
+           "python_name"]
 
 _MAX_LAUNCHERS = 64     # launch configurations kept per kernel (a loop uses one or a few)
 
@@ -53,6 +59,7 @@ class Kernel:
         self.dispatcher = fn if hasattr(fn, "py_func") and hasattr(fn, "__getitem__") else cuda.jit(fn)
         self.reference, self.cost = reference, cost
         self._launches: dict = {}
+        _kernels.add(self)
 
     def __repr__(self):
         return f"<labkit.kernel {self.name}>"
@@ -96,6 +103,24 @@ class Kernel:
             # on a GPU this runs the real kernel on host arrays, copies included, on purpose
             warnings.filterwarnings("ignore", message="Host array used in CUDA kernel")
             self.dispatcher[grid, block](*args)
+
+
+_kernels: "weakref.WeakSet[Kernel]" = weakref.WeakSet()
+_names: dict[str, str] = {}     # a compiled kernel's symbol -> its labkit kernel's Python name
+
+
+def python_name(symbol: str) -> str:
+    """The Python name of the labkit kernel that numba compiled to ``symbol`` (its mangled
+    name, as a GPU trace or the driver reports it); ``symbol`` itself for any other kernel.
+
+    No demangler: numba knows the symbols it compiled each kernel to, so they are looked up."""
+    name = _names.get(symbol)
+    if name is None:           # a symbol not seen before: look at what numba compiled since
+        for k in list(_kernels):
+            for entry in entry_names(k.dispatcher):
+                _names[entry] = k.name
+        name = _names.setdefault(symbol, symbol)   # not labkit's: as given, without a rescan
+    return name
 
 
 def kernel(fn=None, *, reference=None, cost=None):

@@ -10,9 +10,14 @@ cells carry their role as tags:
   ``raises-exception`` as well, because there it fails until the exercise is done;
 - no role: in both notebooks.
 
-Every source opens with its "Open in Colab" badge (`colab_badge`), made from `COURSE_REPO`, the
-one place the course's GitHub repository is named; any other GitHub address of the course in a
-source is refused, so a new repository means one edit here and the lines the build then names.
+The course's GitHub address is configuration, read at build time from pyproject.toml's
+``[project.urls] Repository`` (``https://github.com/<owner>/<name>``). When it is set, every
+notebook opens with its "Open in Colab" badge and the one ``%pip install`` line its Colab
+runtime needs, and notebook 00 gets a first code cell that installs the course in Colab (and
+does nothing elsewhere). When it is unset, the notebooks carry neither: no page shows a placeholder address.
+Sources carry no address: a badge line opening a source's first cell, or a Colab install cell,
+is left out and made again from the configuration; any other GitHub address of the course in a
+source is refused.
 
 Both notebooks are written without outputs, with kernelspec python3 and cell ids made from the
 notebook's name and the cell's position, so a build changes only what the source changed.
@@ -34,44 +39,114 @@ SOURCES = NOTEBOOKS / "src"
 ROLES = ("starter", "solution", "check")
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
-# The course's GitHub repository, OWNER/NAME. A PLACEHOLDER until the course is published: set
-# the real one here, then `python tools/build_notebooks.py` names each line to change (the badge
-# of every source, notebook 00's Colab install cell); a test checks the README's badges.
-COURSE_REPO = "OWNER/cuda-graphs-lab"
+PYPROJECT = ROOT / "pyproject.toml"
 COLAB_BADGE_SVG = "https://colab.research.google.com/assets/colab-badge.svg"
-# Where a source names the course's own repository: a Colab link, a pip install from git, Binder.
+# Where text names a GitHub repository of the course: a Colab link, a pip install from git, Binder.
 REPO_MENTION = re.compile(r"(?:colab\.research\.google\.com/github/|git\+https://github\.com/|"
                           r"mybinder\.org/v2/gh/)([\w.-]+/[\w.-]+?)(?:\.git)?(?=[/\s\"'`)@]|$)")
+GITHUB_URL = re.compile(r"^https://github\.com/([\w.-]+/[\w.-]+?)(?:\.git)?/?$")
+# A badge line as sources used to open with; the build makes it from the configuration instead.
+BADGE_LINE = re.compile(r"^\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)[^\n]*\n*")
+SETUP_NOTEBOOK = "00_"      # the notebook whose first code cell installs the course in Colab
+INSTALL_CELL = '''\
+# Only in Google Colab: install the course into this runtime (cu12 on a GPU runtime: Colab's
+# drivers run CUDA 12). Anywhere else this cell does nothing.
+import sys
+
+if "google.colab" in sys.modules:
+    import importlib, shutil, subprocess
+    extra = "[cu12]" if shutil.which("nvidia-smi") else ""
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                           f"cuda-graphs-lab{{extra}} @ git+https://github.com/{repo}"],
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError("pip could not install the course:\\n" + done.stderr[-3000:])
+    importlib.invalidate_caches()
+    print(f"Colab: the course is installed (cuda-graphs-lab{{extra}})")
+else:
+    print("Not in Colab: this cell installs nothing (elsewhere, install as the README says)")'''
 
 
-def colab_url(notebook: str) -> str:
+def course_repo(pyproject: Path = PYPROJECT) -> str | None:
+    """``<owner>/<name>`` from pyproject.toml's ``[project.urls] Repository``; None when unset.
+
+    Raises
+    ------
+    SourceError
+        When it is set but is not a ``https://github.com/<owner>/<name>`` address.
+    """
+    try:
+        import tomllib
+    except ModuleNotFoundError:      # Python 3.10
+        import tomli as tomllib
+    urls = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("urls", {})
+    url = urls.get("Repository")
+    if not url:
+        return None
+    m = GITHUB_URL.match(url.strip())
+    if not m:
+        raise SourceError(f"pyproject.toml: [project.urls] Repository = {url!r} is not a GitHub "
+                          "address; write https://github.com/<owner>/<name> (Colab and pip install "
+                          "from it), or remove it to build the notebooks without a Colab badge")
+    return m.group(1)
+
+
+def colab_url(notebook: str, repo: str) -> str:
     """Where Colab opens ``notebook`` (``NN_topic.ipynb``) straight from the repository."""
-    return f"https://colab.research.google.com/github/{COURSE_REPO}/blob/main/notebooks/{notebook}"
+    return f"https://colab.research.google.com/github/{repo}/blob/main/notebooks/{notebook}"
 
 
-def colab_badge(notebook: str) -> str:
+def colab_badge(notebook: str, repo: str) -> str:
     """The markdown "Open in Colab" badge of ``notebook``."""
-    return f"[![Open In Colab]({COLAB_BADGE_SVG})]({colab_url(notebook)})"
+    return f"[![Open In Colab]({COLAB_BADGE_SVG})]({colab_url(notebook, repo)})"
 
 
-def binder_url() -> str:
+def colab_line(notebook: str, repo: str) -> str:
+    """The line that opens ``notebook``'s first cell: its badge and what to run first in Colab."""
+    if notebook.startswith(SETUP_NOTEBOOK):
+        after = "In Colab, the first code cell installs the course."
+    else:
+        after = (f'In Colab, run `%pip install -q "cuda-graphs-lab[cu12] @ '
+                 f'git+https://github.com/{repo}"` first.')
+    return f"{colab_badge(notebook, repo)} {after}"
+
+
+def binder_url(repo: str) -> str:
     """mybinder.org's launch of the repository, opening JupyterLab on the course."""
-    return f"https://mybinder.org/v2/gh/{COURSE_REPO}/main?urlpath=lab/tree/notebooks"
+    return f"https://mybinder.org/v2/gh/{repo}/main?urlpath=lab/tree/notebooks"
 
 
-def _check_links(nb: nbformat.NotebookNode, path: Path) -> None:
-    """The source opens with its Colab badge and names no other repository of the course."""
-    notebook = f"{path.stem}.ipynb"
-    first = nb.cells[0].source.lstrip() if nb.cells else ""
-    if not (nb.cells and nb.cells[0].cell_type == "markdown" and first.startswith(colab_badge(notebook))):
-        raise SourceError(f"{path.name}: the first cell must open with its Colab badge; make its "
-                          f"first line `# {colab_badge(notebook)}`")
-    for i, cell in enumerate(nb.cells):
-        for m in REPO_MENTION.finditer(cell.source):
-            if m.group(1) != COURSE_REPO:
-                raise SourceError(f"{path.name}, cell {i + 1}: names the course's repository as "
-                                  f"{m.group(1)}; COURSE_REPO in tools/build_notebooks.py says "
-                                  f"{COURSE_REPO}")
+def _is_install_cell(cell: nbformat.NotebookNode) -> bool:
+    return (cell.cell_type == "code" and "google.colab" in cell.source
+            and "git+https://github.com/" in cell.source)
+
+
+def without_links(nb: nbformat.NotebookNode, path: Path) -> nbformat.NotebookNode:
+    """The source without its badge line and Colab install cell; refuses any other address."""
+    cells = [c for c in nb.cells if not _is_install_cell(c)]
+    if cells and cells[0].cell_type == "markdown":
+        cells[0].source = BADGE_LINE.sub("", cells[0].source.lstrip(), count=1)
+    for i, cell in enumerate(cells):
+        m = REPO_MENTION.search(cell.source)
+        if m:
+            raise SourceError(f"{path.name}, cell {i + 1}: names a repository of the course "
+                              f"({m.group(1)}); sources name none: the build adds the Colab "
+                              "badge and install line from pyproject.toml's [project.urls] "
+                              "Repository")
+    nb.cells = cells
+    return nb
+
+
+def with_links(cells: list, notebook: str, repo: str | None) -> list:
+    """``cells`` with the badge line and, in notebook 00, the Colab install cell, if ``repo``."""
+    if not repo or not cells:
+        return cells
+    first = cells[0]
+    if first.cell_type == "markdown":
+        first.source = f"{colab_line(notebook, repo)}\n\n{first.source}"
+    if notebook.startswith(SETUP_NOTEBOOK):
+        cells.insert(1, nbformat.v4.new_code_cell(INSTALL_CELL.format(repo=repo)))
+    return cells
 
 
 class SourceError(ValueError):
@@ -105,8 +180,7 @@ def read_source(path: Path) -> nbformat.NotebookNode:
     if not counts["starter"] or counts["starter"] != counts["solution"]:
         raise SourceError(f"{path.name}: {counts['starter']} starter and {counts['solution']} "
                           "solution cells; give each starter cell its solution cell")
-    _check_links(nb, path)
-    return nb
+    return without_links(nb, path)
 
 
 def cells_for(nb: nbformat.NotebookNode, role: str) -> list[nbformat.NotebookNode]:
@@ -135,13 +209,15 @@ def targets(source: Path) -> dict[str, Path]:
             "solution": NOTEBOOKS / "solutions" / f"{source.stem}_solution.ipynb"}
 
 
-def build(nb: nbformat.NotebookNode, role: str, target: Path) -> str:
-    """The text of the ``role`` notebook built from source ``nb``, as it is committed."""
+def build(nb: nbformat.NotebookNode, role: str, target: Path, repo: str | None = None) -> str:
+    """The text of the ``role`` notebook built from source ``nb``, as it is committed; with
+    the Colab badge and install line of the course's repository ``repo`` (``<owner>/<name>``)."""
     out = nbformat.v4.new_notebook()
     out.metadata["kernelspec"] = dict(KERNELSPEC)
     out.metadata["language_info"] = {"name": "python"}
     stem = target.stem.replace("_", "-")[:50]
-    out.cells = cells_for(nb, role)
+    notebook = target.name.replace("_solution.ipynb", ".ipynb")   # Colab opens the learner's
+    out.cells = with_links(cells_for(nb, role), notebook, repo)
     for i, cell in enumerate(out.cells):
         cell["id"] = f"{stem}-{i:02d}"
     nbformat.validate(out)
@@ -152,10 +228,11 @@ def build(nb: nbformat.NotebookNode, role: str, target: Path) -> str:
 def expected() -> dict[Path, str]:
     """Every built notebook's path and text."""
     want = {}
+    repo = course_repo()
     for source in sources():
         nb = read_source(source)
         for role, target in targets(source).items():
-            want[target] = build(nb, role, target)
+            want[target] = build(nb, role, target, repo)
     return want
 
 

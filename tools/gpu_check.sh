@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU check: what a maintainer runs on a GPU host before a release or after a change that
-# touches what a GPU measures. It replaces the numbered GPU rounds of the first course.
+# touches what a GPU measures.
 #
 #   tools/gpu_check.sh LOG_DIR [CALIBRATION_OUT]
 #
@@ -8,7 +8,9 @@
 #   gpu        nvidia-smi: the GPU, its driver and clocks (for the record; never fails the check)
 #   doctor     python -m labkit doctor: backend, GPU, versions, calibration
 #   tests      the whole test suite with LABKIT_BACKEND=cuda (tests/, conformance included)
-#   bench      python -m labkit bench --wrapper --json (the JSON line also in LOG_DIR/bench.json)
+#   bench      python -m labkit bench --wrapper --json (the JSON line also in LOG_DIR/bench.json;
+#              `python tools/measurements_doc.py --draft LOG_DIR/bench.json` makes it a run's
+#              file for the maintainers' measurements document)
 #   calibrate  python -m labkit calibrate --out CALIBRATION_OUT (default LOG_DIR/calibration.json;
 #              the benchmark's medians go beside it as *-bench.json). To ship it, copy both to
 #              labkit/calibration/h200.json and h200-bench.json, then run
@@ -22,7 +24,7 @@
 set -uo pipefail
 
 if [ $# -lt 1 ] || [ "$1" = "-h" ] || [ "$1" = "--help" ]; then
-  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 LOG_DIR=$(mkdir -p "$1" && cd "$1" && pwd)

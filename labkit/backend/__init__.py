@@ -1,26 +1,15 @@
 """The one place that differs between a GPU and the simulator: chosen once, at ``import labkit``.
 
 ``LABKIT_BACKEND=auto|cuda|sim`` (see `_choose`). The chosen module, `labkit.backend.cuda` or
-`labkit.backend.sim`, implements one interface; everything above this package is the same code
-on both backends:
-
-* ``rt``: the runtime API (``cuda.bindings.runtime``, or the simulator's mirror of it);
-* device arrays: `to_device`, `device_array`, `pinned_array`;
-* eager launches: ``launcher(kernel, grid, block, stream) -> callable(*args)``, and
-  ``bare_launch`` (the same launch without labkit, to measure labkit's share beside it);
-* kernel-node parameter blocks, built once from kernel, grid, block and arguments:
-  ``KernelParams`` with ``launch(stream)`` (a prepared launch), ``set_node(node)``,
-  ``exec_node_setter(exec, node)``, ``add_node(graph, deps)``, and ``raw_exec_set`` (the bare
-  driver call, for measuring labkit's share beside it);
-* the host clock: `host_us`, `cpu_us`;
-* traces: ``start_trace()`` (True where the backend records its own timeline) and
-  ``stop_trace()``;
-* `kernel_node_name` (a kernel node's function, by name, for drawings);
-* `provenance` and `course_size`.
+`labkit.backend.sim`, implements the interface written down in `_interface` (``Backend``, and
+``KernelParamBlock`` for its ``KernelParams``; a test checks both modules against it), and this
+package passes its names on. Everything above this package is the same code on both backends.
+The eager launch's shared part (span, closed-stream check, keep-alive) is `_launch`; numba's
+private internals sit in `_numba_kernel`, pinned to the numba-cuda versions they are known in.
 
 ``labkit.backend``, the attribute, is the backend's *name* ("cuda" or "sim": public API since
-the first notebook), so it hides this package on ``labkit``: reach the package with
-``from labkit.backend import ...`` (which always finds it), never ``labkit.backend.x``.
+the first notebook), a `labkit.BackendName` through which this package's names stay reachable:
+``labkit.backend.is_gpu``.
 """
 from __future__ import annotations
 
@@ -30,7 +19,9 @@ from ._choose import BackendError, choose
 
 __all__ = ["name", "reason", "error", "is_gpu", "rt", "to_device", "device_array", "pinned_array",
            "launcher", "bare_launch", "KernelParams", "host_us", "cpu_us", "start_trace", "stop_trace",
-           "provenance", "course_size", "kernel_node_name", "frees_held", "BackendError"]
+           "provenance", "course_size", "kernel_node_name", "stream_trace_id", "frees_held",
+           "make_set_condition",
+           "BackendError"]
 
 
 def _started_as_cli() -> bool:
@@ -67,6 +58,7 @@ stop_trace = _impl.stop_trace
 provenance = _impl.provenance
 make_set_condition = _impl.make_set_condition
 kernel_node_name = _impl.kernel_node_name
+stream_trace_id = _impl.stream_trace_id
 frees_held = _impl.frees_held
 
 

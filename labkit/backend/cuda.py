@@ -24,12 +24,15 @@ from .._runtime12 import cuda_runtime
 rt = cuda_runtime()
 from numba import cuda as _numba
 
-from .. import _capstack, _hostspans
 from .._errors import CudaError
-from .._handles import stream_handle
+from ._launch import eager_launch
+from ._numba_kernel import compiled_parts
 
+# the names of labkit.backend._interface.Backend
 __all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "launcher",
-           "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace", "provenance"]
+           "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace",
+           "stream_trace_id", "kernel_node_name", "provenance", "frees_held",
+           "make_set_condition"]
 
 IS_GPU = True
 _numba_streams: dict[int, object] = {}
@@ -87,29 +90,18 @@ def _launch_error(name, exc):
 
 def launcher(k, grid, block, stream, owner=None):
     """``fn(*args)`` launching ``k`` on ``stream`` (a raw handle, or a cuda.core graph builder,
-    which numba-cuda launches into directly) through numba's own launch path.
-
-    ``owner``: the labkit.Stream the handle came from; a launch after it was closed is refused.
-    Inside a labkit capture the arguments are kept alive with the graph."""
+    which numba-cuda launches into directly) through numba's own launch path, with labkit's
+    span, closed-stream check and keep-alive (`_launch.eager_launch`)."""
     target = stream if not isinstance(stream, int) else _numba_stream(stream)
     config = k.dispatcher[grid, block, target]     # numba's launch configuration, made once
     name = k.name
-    label = f"launch {name}"
 
-    def launch(*args):
-        rec = _hostspans.active    # a timeline is open: numba's whole dispatch is the span
-        t0 = rec.now() if rec is not None else 0
-        if owner is not None and owner.handle is None:
-            stream_handle(owner)                   # raises: the stream was closed
+    def submit(*args):
         try:
             config(*args)
         except Exception as exc:   # numba raises CudaAPIError, cuda.core raises CUDAError
             _launch_error(name, exc)
-        if rec is not None:
-            rec.add(label, "launch", t0)
-        if _capstack.open_count:   # the graph refers to buffers it does not own: keep them
-            _capstack.keep(args, k)
-    return launch
+    return eager_launch(k, owner, submit)
 
 
 # ------------------------------------------------------------------ parameter blocks
@@ -141,20 +133,14 @@ class KernelParams:
     """
 
     def __init__(self, k, grid, block, args):
-        disp = k.dispatcher
-        types = tuple(disp.typeof_pyval(a) for a in args)
-        compiled = disp.compile(types)
-        flat, retr = [], []
-        for t, v in zip(types, args):
-            compiled._prepare_args(t, v, 0, retr, flat)
-        if retr:   # numba would have copied something and copied it back: not a device array
-            raise TypeError("a parameter block takes device arrays only; use labkit.to_device")
+        parts = compiled_parts(k.dispatcher, args)
+        flat = parts.flat_args
         self.name, self.grid, self.block, self.args = k.name, grid, block, tuple(args)
         self._store = [_as_ctypes(v) for v in flat]       # the bytes the pointers point at
         self._ptrs = (ctypes.c_void_p * max(len(flat), 1))(
             *[ctypes.addressof(c) for c in self._store])
         self.address = ctypes.addressof(self._ptrs)
-        self.func = _function(int(compiled._codelibrary.get_cufunc().handle))
+        self.func = _function(parts.cufunc_handle)
         p = driver.CUDA_KERNEL_NODE_PARAMS()
         p.func = self.func
         p.gridDimX, p.gridDimY, p.gridDimZ = grid
@@ -254,6 +240,13 @@ def start_trace() -> bool:
 
 def stop_trace() -> list:
     return []
+
+
+def stream_trace_id(handle: int) -> int:
+    """CUPTI's number for stream ``handle`` in its records: the driver's id of the stream
+    (``cuStreamGetId``), or the handle where the driver cannot say."""
+    err, sid = driver.cuStreamGetId(driver.CUstream(int(handle)))
+    return int(sid) if not int(err) else int(handle)
 
 
 def kernel_node_name(node) -> str | None:

@@ -17,15 +17,18 @@ import weakref
 
 import numpy as np
 
-from .. import _calibration, _capstack, _hostspans
+from .. import _calibration
 from .._errors import CudaError
-from .._handles import stream_handle
+from ._launch import eager_launch
 from ..sim import _hooks
 from ..sim import rt
 from ..sim._conditional import set_value
 
+# the names of labkit.backend._interface.Backend
 __all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "launcher",
-           "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace", "provenance"]
+           "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace",
+           "stream_trace_id", "kernel_node_name", "provenance", "frees_held",
+           "make_set_condition"]
 
 IS_GPU = False
 P = _hooks.P
@@ -158,20 +161,13 @@ def _param(a):
 
 
 def launcher(k, grid, block, stream, owner=None):
-    """``fn(*args)``: launch ``k`` on ``stream`` (a raw handle) as numba's dispatch would.
-
-    ``owner``: the labkit.Stream the handle came from; a launch after it was closed is refused.
-    Inside a labkit capture the arguments are kept alive with the graph."""
+    """``fn(*args)``: launch ``k`` on ``stream`` (a raw handle) as numba's dispatch would, with
+    labkit's span, closed-stream check and keep-alive (`_launch.eager_launch`)."""
     if not isinstance(stream, int):
         raise NotImplementedError("cuda.core graph builders need a real GPU (backend 'cuda')")
     func, name = _function(k), k.name
-    label = f"launch {name}"
 
-    def launch(*args):
-        rec = _hostspans.active    # a timeline is open: numba's whole dispatch is the span
-        t0 = rec.now() if rec is not None else 0
-        if owner is not None and owner.handle is None:
-            stream_handle(owner)                   # raises: the stream was closed
+    def submit(*args):
         host = [a for a in args if isinstance(a, np.ndarray)]
         capturing = _hooks.capturing(stream)
         if host:
@@ -187,11 +183,7 @@ def launcher(k, grid, block, stream, owner=None):
         err = _hooks.launch(func, grid, block, tuple(_param(a) for a in args), stream, cost)
         if int(err):
             raise CudaError(err, f"launching {name}")
-        if rec is not None:
-            rec.add(label, "launch", t0)
-        if _capstack.open_count:
-            _capstack.keep(args, k)
-    return launch
+    return eager_launch(k, owner, submit)
 
 
 def _dim3(d):
@@ -252,6 +244,11 @@ def start_trace() -> bool:
 
 def stop_trace() -> list:
     return _hooks.stop_trace()
+
+
+def stream_trace_id(handle: int) -> int:
+    """The simulator's timeline rows name a stream by its handle."""
+    return int(handle)
 
 
 def kernel_node_name(node) -> str | None:

@@ -1,4 +1,4 @@
-"""What conditional nodes cost on the GPU, measured as tests/conformance/conditional_probe.py did.
+"""What conditional nodes cost on the GPU, measured as the H200's conformance probe did.
 
 * ``while_iteration_us``: the GPU time a WHILE iteration adds beyond its body's nodes. A WHILE
   whose one-kernel body counts to N, at N = 10 and N = 1000, less a graph of 10 and 1000 such

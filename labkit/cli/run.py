@@ -4,11 +4,16 @@ Each notebook runs in a fresh ``python3`` kernel (nbclient), the way a learner's
 run all" would. A failing notebook is named with its cell and error; the others still run; the
 exit code is 1. Into ``--out`` (``build/`` by default) go the executed notebooks and the
 course site, built by Sphinx with myst-nb from the notebooks just executed (myst-nb executes
-nothing itself) in sphinx-book-theme: ``index.html`` is the course map
-(``notebooks/README.md``) with each notebook's status, run time, backend/device and key figure
-(the figure of its cell tagged ``key-figure``, else the last figure it drew); every notebook is
-a page with its outputs and figures (tracebacks without this machine's paths), in a sidebar
-table of contents, with previous/next links and a search page.
+nothing itself) in sphinx-book-theme. The Sphinx project is packaged beside this module
+(``labkit/cli/site/``: its ``conf.py`` and style sheet); this run adds the pages:
+
+- ``index.html``, for learners: the course map (``notebooks/README.md``), each notebook's row
+  as a card with its goals and its key figure at a readable size (the figure of its cell tagged
+  ``key-figure``, else the last figure it drew);
+- one page per notebook with its outputs and figures (tracebacks without this machine's paths;
+  a pending exercise check as a "Not solved yet" note, not a traceback), in a sidebar table of
+  contents, with previous/next links and a search page;
+- ``report.html``, the build report: each notebook's status, run time and backend/device.
 """
 from __future__ import annotations
 
@@ -46,25 +51,11 @@ PROBE = (
     "print(name() if callable(name) else '?')\n"
 )
 
-# The Sphinx configuration of the site. The notebooks arrive executed, so myst-nb only renders.
-CONF_PY = '''\
-project = {title!r}
-extensions = ["myst_nb"]
-nb_execution_mode = "off"
-myst_enable_extensions = ["dollarmath"]
-html_theme = "sphinx_book_theme"
-html_title = {title!r}
-html_theme_options = {{
-    "show_toc_level": 2,
-    "use_download_button": True,
-    "home_page_in_toc": True,
-    "footer_content_items": [],    # no author or copyright line to show
-}}
-html_last_updated_fmt = None
-exclude_patterns = ["**.ipynb_checkpoints"]
-# Course text is written for Jupyter, where a heading may skip a level.
-suppress_warnings = ["myst.header"]
-'''
+SITE_TEMPLATE = Path(__file__).resolve().parent / "site"   # conf.py and _static/, packaged
+REPORT_PAGE = "report"
+NOT_SOLVED = "NotSolvedYet"      # labkit.course.exercises' pending check: a note, not a traceback
+
+
 @dataclass
 class Result:
     """How one notebook went."""
@@ -256,50 +247,93 @@ def execute(path: Path, out: Path, env: dict[str, str], timeout: int) -> Result:
 
 
 def status_table(results: list[Result], device: str) -> str:
-    """The run's table, as HTML: one row per notebook with status, time, backend and figure."""
+    """The build report's table, as HTML: one row per notebook with status, time and backend."""
     rows = []
     for r in results:
         status = ('<span class="ok">ok</span>' if r.status == "ok" else
                   f'<span class="failed">failed at cell {r.cell}</span>'
                   f'<pre>{html.escape(r.brief)}</pre>')
-        figure = (f'<img src="data:image/png;base64,{r.figure}" alt="key figure of {r.path.stem}">'
-                  if r.figure else "")
         rows.append(
             f'<tr><td><a href="{html.escape(r.path.stem)}.html">{html.escape(r.path.stem)}</a>'
             f'<div>{html.escape(r.title)}</div></td><td>{status}</td>'
-            f'<td>{r.seconds:.1f} s</td><td>{html.escape(device)}</td><td>{figure}</td></tr>')
-    return f"""<style>
-table.labkit-run td, table.labkit-run th {{ padding: .4rem .8rem; vertical-align: top; }}
-table.labkit-run td div {{ color: #555; font-size: .9em; }}
-table.labkit-run img {{ max-width: 240px; max-height: 160px; }}
-table.labkit-run .ok {{ color: #1a7f37; font-weight: bold; }}
-table.labkit-run .failed {{ color: #cf222e; font-weight: bold; }}
-table.labkit-run pre {{ max-width: 28rem; white-space: pre-wrap; font-size: .8em; }}
-</style>
-<table class="labkit-run"><tr><th>notebook</th><th>status</th><th>run time</th>
-<th>backend / device</th><th>key figure</th></tr>
-{chr(10).join(rows)}
-</table>"""
+            f'<td>{r.seconds:.1f} s</td><td>{html.escape(device)}</td></tr>')
+    return ('<table class="labkit-run"><tr><th>notebook</th><th>status</th><th>run time</th>'
+            '<th>backend / device</th></tr>\n' + "\n".join(rows) + "\n</table>")
+
+
+def report_page(results: list[Result], device: str) -> str:
+    """The site's ``report.md``: how this build ran, for whoever built it."""
+    failed = sum(r.status != "ok" for r in results)
+    total = sum(r.seconds for r in results)
+    return (f"# Build report\n\n"
+            f"This site was built by `python -m labkit run`: {len(results) - failed} of "
+            f"{len(results)} notebooks ran through, {failed} failed, in {total:.0f} s of "
+            f"execution. Backend / device: {device}.\n\n"
+            f"```{{raw}} html\n{status_table(results, device)}\n```\n")
 
 
 LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
+ROW = re.compile(r"^\|(.*)\|\s*$")
 
 
-def course_map(readme: Path, pages: set[str]) -> str:
-    """``notebooks/README.md`` for the site: headings one level down, links to pages kept.
+def _cells(line: str) -> list[str]:
+    return [c.strip() for c in ROW.match(line).group(1).split("|")]
+
+
+def _card(row: dict[str, str], figure: str | None) -> str:
+    """One notebook of the course map as a card: title, minutes and prerequisites, goals, figure."""
+    number, name = row.get("#", ""), row.get("notebook", "")
+    meta = []
+    if row.get("minutes"):
+        meta.append(f"about {row['minutes']} minutes")
+    if row.get("prerequisites"):
+        meta.append(f"after {row['prerequisites']}")
+    goals = row.get("you will be able to", "")
+    parts = [f"**{number} · {name}**" if number else f"**{name}**"]
+    if meta:
+        parts.append("*" + ", ".join(meta) + "*")
+    if goals:
+        parts.append(f"You will be able to {goals}.")
+    if figure:
+        alt = f"key figure of notebook {number or name}"
+        parts.append(f'```{{raw}} html\n<img class="labkit-key-figure" alt="{html.escape(alt)}" '
+                     f'src="data:image/png;base64,{figure}">\n```')
+    body = "\n\n".join(parts)
+    return f"````{{container}} labkit-card\n{body}\n````"
+
+
+def course_map(readme: Path, pages: set[str], figures: dict[str, str] | None = None) -> str:
+    """``notebooks/README.md`` for the site: headings one level down, links to pages kept, and
+    its table of notebooks as cards with each notebook's key figure (``figures``: page name to
+    base64 PNG).
 
     A link to a notebook that this run did not execute, or to a folder such as ``solutions/``,
     has no page in the site; it stays as its text.
     """
     if not readme.is_file():
         return ""
+    figures = figures or {}
     lines, fenced = [], False
-    for line in readme.read_text(encoding="utf-8").splitlines():
+    source = readme.read_text(encoding="utf-8").splitlines()
+    i = 0
+    while i < len(source):
+        line = source[i]
         if line.lstrip().startswith("```"):
             fenced = not fenced
         elif not fenced and line.startswith("#"):
             line = "#" + line
+        elif not fenced and ROW.match(line) and i + 1 < len(source) and set(
+                re.sub(r"[|:\s]", "", source[i + 1])) == {"-"}:
+            header = [h.lower() for h in _cells(line)]
+            i += 2
+            while i < len(source) and ROW.match(source[i]):
+                row = dict(zip(header, _cells(source[i])))
+                target = LINK.search(row.get("notebook", ""))
+                lines += ["", _card(row, figures.get(target.group(2)) if target else None), ""]
+                i += 1
+            continue
         lines.append(line)
+        i += 1
 
     def keep(m: re.Match) -> str:
         target = m.group(2)
@@ -307,17 +341,38 @@ def course_map(readme: Path, pages: set[str]) -> str:
     return LINK.sub(keep, "\n".join(lines))
 
 
-def landing_page(results: list[Result], device: str, readme: Path) -> str:
-    """The site's ``index.md``: the run's table, the course map and the table of contents."""
-    failed = sum(r.status != "ok" for r in results)
+def landing_page(results: list[Result], readme: Path) -> str:
+    """The site's ``index.md``, for learners: the course map, and the table of contents."""
     pages = {r.path.name for r in results}
-    toc = "\n".join(r.path.stem for r in results)
-    return (f"# {SITE_TITLE}\n\n"
-            f"Executed course: {len(results) - failed} ok, {failed} failed. "
-            f"Backend / device: {device}.\n\n"
-            f"```{{raw}} html\n{status_table(results, device)}\n```\n\n"
-            f"{course_map(readme, pages)}\n\n"
+    figures = {r.path.name: r.figure for r in results if r.figure}
+    body = course_map(readme, pages, figures)
+    if not body:       # no course map beside the notebooks: a card for each
+        body = "\n\n".join(_card({"notebook": f"[{r.title}]({r.path.name})"}, r.figure)
+                           for r in results)
+    toc = "\n".join([r.path.stem for r in results] + [REPORT_PAGE])
+    return (f"# {SITE_TITLE}\n\n{body}\n\n"
             f"```{{toctree}}\n:hidden:\n:maxdepth: 1\n\n{toc}\n```\n")
+
+
+def not_solved_boxes(nb) -> int:
+    """Show each pending exercise check of ``nb`` (a ``NotSolvedYet`` error) as a friendly
+    "Not solved yet" note instead of a traceback; returns how many there were."""
+    import nbformat
+
+    count = 0
+    for cell in nb.cells:
+        for k, output in enumerate(cell.get("outputs", [])):
+            if output.get("output_type") == "error" and output.get("ename") == NOT_SOLVED:
+                message = ANSI.sub("", output.get("evalue", "")).strip()
+                text = (f"Not solved yet. This check passes once the exercise above is done. "
+                        f"It found:\n{message}")
+                box = ('<div class="labkit-not-solved"><p><strong>Not solved yet.</strong> '
+                       'This check passes once the exercise above is done. It found:</p>'
+                       f'<pre>{html.escape(message)}</pre></div>')
+                cell.outputs[k] = nbformat.v4.new_output(
+                    "display_data", data={"text/html": box, "text/plain": text})
+                count += 1
+    return count
 
 
 def build_site(results: list[Result], device: str, out: Path) -> tuple[bool, str]:
@@ -328,18 +383,26 @@ def build_site(results: list[Result], device: str, out: Path) -> tuple[bool, str
     (ok, message)
         ``ok`` is False when Sphinx failed; ``message`` then holds the end of its output.
     """
+    import nbformat
+
     src = out / SITE_SOURCE
     shutil.rmtree(src, ignore_errors=True)    # only this run's notebooks belong in the site
     src.mkdir(parents=True)
+    shutil.copy(SITE_TEMPLATE / "conf.py", src / "conf.py")
     for r in results:
-        shutil.copy(out / r.path.name, src / r.path.name)
+        nb = nbformat.read(out / r.path.name, as_version=4)
+        not_solved_boxes(nb)
+        nbformat.write(nb, src / r.path.name)
     # The course map sits beside the notebooks (notebooks/README.md); tiny test runs have none.
     readme = results[0].path.parent / "README.md" if results else Path("README.md")
-    (src / "index.md").write_text(landing_page(results, device, readme), encoding="utf-8")
-    (src / "conf.py").write_text(CONF_PY.format(title=SITE_TITLE), encoding="utf-8")
+    (src / "index.md").write_text(landing_page(results, readme), encoding="utf-8")
+    (src / f"{REPORT_PAGE}.md").write_text(report_page(results, device), encoding="utf-8")
     warnings = out / "sphinx-warnings.log"
     done = subprocess.run(
         [sys.executable, "-m", "sphinx", "-b", "html", "-E", "-q", "-j", "auto",
+         # the style sheet from the package: a static folder inside the site would be copied
+         # into itself (the source folder sits in --out)
+         "-D", f"html_static_path={SITE_TEMPLATE / '_static'}",
          "-d", str(out / ".doctrees"), "-w", str(warnings), str(src), str(out)],
         capture_output=True, text=True)
     if done.returncode != 0:
@@ -419,6 +482,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"labkit run: the site was not built; {message}", file=sys.stderr)
     failed = [r.path.name for r in results if r.status != "ok"]
     print(f"{len(results) - len(failed)} ok, {len(failed)} failed; site: "
-          f"{args.out / 'index.html'} (built in {time.perf_counter() - t0:.0f} s)"
+          f"{args.out / 'index.html'}, build report {args.out / (REPORT_PAGE + '.html')} "
+          f"(built in {time.perf_counter() - t0:.0f} s)"
           + (f"\nfailed: {', '.join(failed)}" if failed else ""))
     return 1 if failed or not site_ok else 0

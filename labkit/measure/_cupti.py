@@ -13,8 +13,10 @@ Not supported:
 
 - more than one trace at a time: CUPTI's activity buffers belong to the whole process;
 - per-thread or per-context filtering: a trace collects every thread's and context's records;
-- kinds other than concurrent kernel, memcpy, memset, runtime API, driver API and graph
-  trace (graph-level records; CUPTI does not combine them with kernel records).
+- kinds other than concurrent kernel, memcpy, memset, runtime API and driver API.
+
+Kernel records name kernels by their symbols; a labkit kernel's is turned back into its Python
+name (`labkit._kernel.python_name`), any other kernel's is shown as CUPTI reports it.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from labkit._kernel import python_name
 from labkit.measure._spans import CPU_ROW, Span, Timeline
 
 # CUpti_ActivityKind and CUpti_CallbackDomain values from cupti_activity.h / cupti_callbacks.h.
@@ -38,10 +41,8 @@ _INSTALL_HINT = ("on a CUDA 13 driver, install the cu13 extra (pip install 'cuda
                  "which brings cupti-python); for CUDA 12 there is no cupti-python that installs "
                  "beside numba-cuda 0.30")
 
-TRACE_KINDS = ("kernel", "memcpy", "memset", "runtime", "driver", "graph_trace")
-# What a KernelTrace collects by default: graph_trace is left out, since CUPTI does not combine
-# it with kernel records (and enabling it beside them crashed a process on the H200).
-DEFAULT_KINDS = ("kernel", "memcpy", "memset", "runtime", "driver")
+TRACE_KINDS = ("kernel", "memcpy", "memset", "runtime", "driver")
+DEFAULT_KINDS = TRACE_KINDS
 
 _module = None            # the cupti.cupti module, once it loaded and answered
 _why_not: str | None = None
@@ -120,8 +121,7 @@ class Record:
     """The fields of one activity record, copied out of CUPTI's buffer.
 
     CUPTI hands records to a callback and reuses the buffer after it returns, so only plain
-    values are kept. ``kind`` is "kernel", "memcpy", "memset", "runtime", "driver" or
-    "graph_trace" (one record for a whole graph launch's GPU execution).
+    values are kept. ``kind`` is "kernel", "memcpy", "memset", "runtime" or "driver".
     """
 
     kind: str
@@ -144,8 +144,7 @@ def _kind_names() -> dict[int, str]:
         enum = _module.ActivityKind
         for attr, name in (("CONCURRENT_KERNEL", "kernel"), ("KERNEL", "kernel"),
                            ("MEMCPY", "memcpy"), ("MEMSET", "memset"),
-                           ("RUNTIME", "runtime"), ("DRIVER", "driver"),
-                           ("GRAPH_TRACE", "graph_trace")):
+                           ("RUNTIME", "runtime"), ("DRIVER", "driver")):
             if hasattr(enum, attr):
                 names[int(getattr(enum, attr))] = name
     return names
@@ -183,60 +182,6 @@ def record_from_activity(activity, kind_names: dict[int, str] | None = None) -> 
 
 # --------------------------------------------------------------------------- names
 
-def _itanium_names(mangled: str) -> list[str]:
-    """The source names at the front of an Itanium-mangled symbol (``_Z...``), in order.
-
-    Enough of the grammar for kernel symbols: a nested name ``N <name>+ E`` or a single name,
-    skipping ABI tags (``B <name>``, which numba appends) and cv-qualifiers; it stops at
-    template arguments and substitutions, by which point the function's name has been read.
-    """
-    nested = mangled.startswith("_ZN")
-    i = 3 if nested else 2
-    names: list[str] = []
-    while i < len(mangled):
-        char = mangled[i]
-        if char.isdigit():
-            j = i
-            while j < len(mangled) and mangled[j].isdigit():
-                j += 1
-            length = int(mangled[i:j])
-            names.append(mangled[j:j + length])
-            i = j + length
-            if not nested:
-                break
-        elif char == "B" and names:  # ABI tag after a name: skip its <length><text>
-            j = i + 1
-            while j < len(mangled) and mangled[j].isdigit():
-                j += 1
-            if j == i + 1:
-                break
-            i = j + int(mangled[i + 1:j])
-        elif char in "rVK" and not names:  # cv-qualifiers of a nested member function
-            i += 1
-        else:
-            break
-    return names
-
-
-def short_kernel_name(name: str) -> str:
-    """A kernel's plain function name, for labels: ``_ZN8__main__7add_oneB2v1...`` -> ``add_one``.
-
-    Handles Itanium-mangled symbols (numba's, nvcc's), demangled C++ signatures
-    (``void ns::scale<float>(float*, int)`` -> ``scale``) and plain names (returned as given).
-    """
-    if name.startswith("_Z"):
-        names = _itanium_names(name)
-        if names and names[-1]:
-            return names[-1]
-        return name
-    text = name.split("(", 1)[0]                 # parameter list
-    text = re.sub(r"<.*>", "", text)             # template arguments
-    words = text.split()
-    text = words[-1] if words else text          # return type ("void")
-    text = text.split("::")[-1]
-    return text or name
-
-
 def _strip_version(api_name: str) -> str:
     # Runtime callback names carry the ABI version: "cudaLaunchKernel_v7000".
     return re.sub(r"_v\d+$", "", api_name)
@@ -267,7 +212,8 @@ def _callback_name(domain: str, cbid: int) -> str:
 
 
 def records_to_spans(records: Iterable[Record], t0_ns: int | None = None,
-                     api_name: Callable[[str, int], str] | None = None) -> list[Span]:
+                     api_name: Callable[[str, int], str] | None = None,
+                     kernel_name: Callable[[str], str] | None = None) -> list[Span]:
     """Convert records to spans in µs relative to ``t0_ns`` (the earliest record by default).
 
     Parameters
@@ -278,6 +224,9 @@ def records_to_spans(records: Iterable[Record], t0_ns: int | None = None,
     api_name : callable, optional
         ``(domain, cbid) -> name`` for runtime/driver records, domain "runtime" or "driver";
         CUPTI's callback names by default.
+    kernel_name : callable, optional
+        ``symbol -> name`` for kernel records (`labkit._kernel.python_name`: the Python name of
+        a labkit kernel); the symbol as CUPTI reports it by default.
 
     Returns
     -------
@@ -299,11 +248,7 @@ def records_to_spans(records: Iterable[Record], t0_ns: int | None = None,
                               r.correlation_id))
             continue
         if r.kind == "kernel":
-            name = short_kernel_name(r.name) if r.name else "kernel"
-        elif r.kind == "graph_trace":   # a graph launch's whole GPU execution, one span
-            spans.append(Span(f"stream {r.stream_id}", "graph", start_us, end_us, "kernel",
-                              r.correlation_id, r.graph_id))
-            continue
+            name = (kernel_name(r.name) if kernel_name else r.name) if r.name else "kernel"
         elif r.kind == "memcpy":
             name = f"memcpy {_MEMCPY_DIRECTION.get(r.copy_kind, '')}".strip()
         else:
@@ -340,15 +285,10 @@ def _ensure_callbacks(module) -> None:
         _callbacks_registered = True
 
 
-# CUPTI stays attached to the driver after its activities are disabled, and while attached
-# it makes every later launch dearer (on the H200, a 200-node cudaGraphLaunch cost the host
-# about 40 µs after a trace against about 2 µs before one). So each trace detaches CUPTI at its
-# end (cuptiFinalize); the next one attaches again. FINALIZE = False keeps it attached.
-# Only at a trace's end: detaching by hand while a trace's state is still registered was
-# tried on the H200 and made the next launch fail (cudaErrorLaunchFailure).
-FINALIZE = True
-
-
+# CUPTI stays attached to the driver after its activities are disabled, and while attached it
+# makes every later launch dearer. So each trace detaches CUPTI at its end (cuptiFinalize), and
+# the next one attaches again. Only at a trace's end: detaching while a trace's state is still
+# registered makes the next launch fail.
 def _detach(module) -> None:
     global _callbacks_registered
     try:
@@ -376,8 +316,7 @@ class KernelTrace:
     Parameters
     ----------
     kinds : sequence of str
-        Which records to collect, from ``TRACE_KINDS``; ``DEFAULT_KINDS`` (all but graph_trace)
-        by default.
+        Which records to collect, from ``TRACE_KINDS`` (all by default).
     synchronize : bool
         Synchronize the current context on exit, so every kernel launched in the block has
         finished and its record is complete. The ``cuCtxSynchronize`` call appears in the trace.
@@ -409,7 +348,7 @@ class KernelTrace:
 
     def _activity_kind(self, module, kind: str):
         attr = {"kernel": "CONCURRENT_KERNEL", "memcpy": "MEMCPY", "memset": "MEMSET",
-                "runtime": "RUNTIME", "driver": "DRIVER", "graph_trace": "GRAPH_TRACE"}[kind]
+                "runtime": "RUNTIME", "driver": "DRIVER"}[kind]
         # CONCURRENT_KERNEL, not KERNEL: the latter serializes kernels and changes timings.
         return getattr(module.ActivityKind, attr)
 
@@ -460,8 +399,7 @@ class KernelTrace:
         finally:
             self._disable_all(module)
             _active = None
-            if FINALIZE:
-                _detach(module)
+            _detach(module)
         if sync_error and exc_type is None:
             raise RuntimeError(f"cuCtxSynchronize at the end of the trace returned {sync_error}: "
                                "a kernel in the traced block failed; its records may be partial")
@@ -470,28 +408,6 @@ class KernelTrace:
     def timestamp_ns(self) -> int:
         """CUPTI's clock now (ns), to mark a moment inside the block for aligning spans."""
         return timestamp_ns()
-
-    def graph_launch_hooks(self, swap_in_graph_trace: bool):
-        """``(before, after)``: turn kernel records off around one graph launch (CUPTI then
-        does not instrument each kernel node), optionally with graph-level records on instead.
-
-        For `labkit._hostspans.Recorder.before_graph` / ``after_graph``: they run outside the
-        launch's span.
-        """
-        module = _module
-        kernel = self._activity_kind(module, "kernel")
-        graph = self._activity_kind(module, "graph_trace") if swap_in_graph_trace else None
-
-        def before():
-            module.activity_disable(kernel)
-            if graph is not None:
-                module.activity_enable(graph)
-
-        def after():
-            if graph is not None:
-                module.activity_disable(graph)
-            module.activity_enable(kernel)
-        return before, after
 
     @property
     def records(self) -> list[Record]:
@@ -506,7 +422,7 @@ class KernelTrace:
         """
         if self._callback_error is not None:
             raise RuntimeError(f"reading CUPTI's records failed: {self._callback_error!r}")
-        return records_to_spans(self.records, t0_ns)
+        return records_to_spans(self.records, t0_ns, kernel_name=python_name)
 
     def timeline(self, t0_ns: int | None = None, note: str = "") -> Timeline:
         """The trace as a :class:`~labkit.measure._spans.Timeline` with source "cupti"."""

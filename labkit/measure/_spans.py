@@ -2,69 +2,19 @@
 
 A :class:`Timeline` is what ``labkit.timing`` records and ``labkit.plot.timeline`` draws: one
 row for the host ("CPU", the API calls made) and one row per stream ("stream 7", the GPU work
-queued there). Times are microseconds from an arbitrary origin; only differences matter.
+queued there), made of `labkit._span.Span`s (re-exported here). Times are microseconds from an
+arbitrary origin; only differences matter.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
 
-SPAN_KINDS = ("api", "launch", "kernel", "memcpy", "memset", "sync", "graph")
+from labkit._span import CPU_ROW, SPAN_KINDS, Span
+
+__all__ = ["Span", "Timeline", "SPAN_KINDS", "SOURCES", "CPU_ROW"]
+
 SOURCES = ("cupti", "events", "model")
-CPU_ROW = "CPU"
-
-
-@dataclass(frozen=True)
-class Span:
-    """One interval of activity on one row of a timeline.
-
-    Parameters
-    ----------
-    row : str
-        ``"CPU"`` for host API calls, ``"stream N"`` (or another GPU row name) for device work.
-    name : str
-        What ran: an API function name or a short kernel name.
-    start_us, end_us : float
-        Start and end in microseconds; ``end_us >= start_us``.
-    kind : str
-        One of ``SPAN_KINDS``.
-    correlation_id : int, optional
-        Links a launch on the CPU row to the work it queued (CUPTI's correlation id).
-    graph_id : int, optional
-        Set on device work that a graph launch ran.
-    added_us : float
-        How much of the span a tracer added (its last ``added_us`` µs), estimated from the
-        same call measured untraced and traced in the same process; drawn hatched. 0: none.
-    """
-
-    row: str
-    name: str
-    start_us: float
-    end_us: float
-    kind: str
-    correlation_id: int | None = None
-    graph_id: int | None = None
-    added_us: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.kind not in SPAN_KINDS:
-            raise ValueError(
-                f"Span kind {self.kind!r} is not one of {', '.join(SPAN_KINDS)}; "
-                "pick the closest (device work is 'kernel', 'memcpy' or 'memset', host calls "
-                "are 'api', 'launch', 'graph' or 'sync')")
-        if not self.end_us >= self.start_us:  # also catches NaN
-            raise ValueError(
-                f"Span {self.name!r} on {self.row!r} ends before it starts "
-                f"({self.start_us} > {self.end_us} µs); pass start_us first, then end_us")
-        if not 0.0 <= self.added_us <= self.end_us - self.start_us + 1e-9:
-            raise ValueError(
-                f"Span {self.name!r}: added_us={self.added_us} must lie between 0 and the "
-                f"span's duration ({self.end_us - self.start_us} µs)")
-
-    @property
-    def duration_us(self) -> float:
-        """Length of the span in microseconds."""
-        return self.end_us - self.start_us
 
 
 def _natural_key(text: str) -> list:
@@ -106,7 +56,7 @@ class Timeline:
             raise ValueError(
                 f"Timeline source {self.source!r} is not one of {', '.join(SOURCES)}; use "
                 "'cupti' for CUPTI records, 'events' for CUDA event pairs, 'model' for the simulator")
-        self.spans = list(self.spans)
+        self.spans = [Span(*s).checked() for s in self.spans]
 
     def rows(self) -> list[str]:
         """Row names: CPU rows first, then the GPU rows in natural order."""
@@ -145,8 +95,7 @@ class Timeline:
             lo, hi = max(span.start_us, start_us), min(span.end_us, end_us)
             # the tracer's share sits at the span's end: clip it with the span
             added = max(0.0, min(span.added_us - (span.end_us - hi), hi - lo))
-            kept.append(Span(span.row, span.name, lo, hi, span.kind,
-                             span.correlation_id, span.graph_id, added))
+            kept.append(span._replace(start_us=lo, end_us=hi, added_us=added))
         return Timeline(kept, self.source, self.note)
 
     def gaps(self, row: str) -> list[tuple[float, float]]:

@@ -3,29 +3,27 @@
 Both backends draw the same CPU row: the spans labkit records around its own calls
 (`labkit._hostspans`: an eager launch with numba's whole dispatch, a prepared launch, a graph
 launch, synchronizations, copies), each timed with the backend's host clock. The device rows
-come from the simulator's model, or on a GPU from CUPTI's activity records (GPU kinds only:
-CUPTI's API records would draw ``cuLaunchKernel`` instead of numba's dispatch, and make each
-traced call dearer).
+come from the simulator's model, or on a GPU from CUPTI's activity records. Only CUPTI's GPU
+kinds are asked for: its API records would draw ``cuLaunchKernel`` instead of numba's dispatch,
+and make each traced call dearer.
 
-What a GPU trace adds, and how it is kept out of the picture (measured on the H200, see
-tests/measure/trace_honesty_probe.py and its log):
+A trace is not free, and a timeline must not pass the tracer's cost off as the program's. What
+CUPTI adds, and how each part is kept out of the picture or shown for what it is:
 
-- attaching CUPTI (6-10 ms) happens before the picture starts, and detaching after it ends;
-- the first launch after kernel records are enabled costs 3.7 ms (CUPTI sets itself up then),
-  the next one still 110-260 µs, whichever kernel or graph it is: a few warm-up launches of
-  labkit's own tiny kernel and graphs absorb both, before the picture starts;
-- with kernel records on, an eager launch costs somewhat more (16 → 21-23 µs), a prepared one
-  barely (4.4 → 4.5-5.3 µs), and a graph launch a fixed part plus about 0.6 µs per kernel
-  node (a 200-node graph: 2 → 115-130 µs), since CUPTI instruments each node. Turning kernel
-  records off around a graph launch does not help: CUPTI attached, it still costs ~43 µs;
-- in each trace anew, first launches cost more again: a graph executable's first traced
-  launch (a 20-node chain: 30 µs against 3.4 untraced), and the first launch of each kernel
-  in the trace (13-110 µs more for an eager one); the first prepared launch of a trace too,
-  which the warm-up absorbs.
-  These are measured at the start of each trace, on labkit's probe kernel and graphs
-  (untraced, then traced, and the first traced launch of executables made for it), so the
-  timeline's note says what tracing adds, and each graph launch's estimated share is drawn
-  hatched.
+- attaching CUPTI, and its set-up on the first launches after kernel records are enabled, cost
+  milliseconds: a `TraceProbe` (labkit's own tiny kernel and graphs, on a private stream)
+  absorbs both before the picture starts, and its records are dropped by name;
+- with kernel records on, CUPTI instruments every launch, and a graph launch per kernel node:
+  the probe's launches are timed untraced and traced in the same process, just before the
+  block, and `GraphAdded` turns the difference into each launch's share, drawn hatched;
+- each trace charges first launches anew (a graph executable's first traced launch, the first
+  launch of each kernel): the probe times fresh executables and kernels of its own, so a first
+  launch in the block carries that share too;
+- the share is never drawn larger than the span, nor so large that the solid part left falls
+  below the probe's untraced cost of the same kind of launch.
+
+The timeline's note says in words what tracing added, so the figure explains its hatching.
+``tests/measure/test_trace_honesty.py`` (a ``gpu`` test) holds a GPU's picture to this.
 """
 from __future__ import annotations
 
@@ -36,7 +34,6 @@ from typing import NamedTuple
 import numpy as np
 from numba import cuda as numba_cuda
 
-from .. import _hostspans
 from .._capture import capture
 from .._kernel import Kernel, to_device
 from .._prepared import prepare
@@ -44,23 +41,10 @@ from .._streams import Stream
 from ..backend import host_us
 from ._spans import CPU_ROW, Span, Timeline
 
-# How a GPU trace records graph launches:
-# "kernels":     kernel records stay on, so the graph's kernels are drawn one by one; CUPTI then
-#                instruments every kernel node, and that added host cost is drawn hatched,
-#                estimated per node on labkit's probe graph, measured in the same process.
-# "graph_trace": kernel records go off around each launch and CUPTI's graph-level record on
-#                (outside the launch's span): the launch costs what it costs untraced, and its
-#                GPU execution is one "graph" bar.
-# "untraced":    kernel records go off around each launch: honest host cost, no GPU bar.
-GRAPH_LAUNCHES = "kernels"
 
-
-# --------------------------------------------------------------------------- simulator
-
-def host_spans_to_spans(host: list[_hostspans.HostSpan], scale: float, origin: float) -> list[Span]:
-    """labkit's host spans as CPU-row spans in µs: ``(clock - origin) * scale``."""
-    return [Span(CPU_ROW, h.name, (h.start - origin) * scale, (h.end - origin) * scale, h.kind)
-            for h in host]
+def shifted(spans: list[Span], origin_us: float) -> list[Span]:
+    """``spans`` with ``origin_us`` as their 0."""
+    return [s.shifted(-origin_us) for s in spans]
 
 
 def _covered(span: Span, cover: list[Span], eps: float = 1e-9) -> bool:
@@ -74,17 +58,14 @@ def merge_cpu_rows(labkit_spans: list[Span], runtime_spans: list[Span]) -> list[
     return labkit_spans + outside
 
 
-def sim_timeline(host: list[_hostspans.HostSpan], model_spans: list, note: str) -> Timeline:
-    """The simulator's timeline: labkit's CPU spans, the model's other host calls, its GPU work."""
-    labkit_cpu = host_spans_to_spans(host, 1.0, 0.0)
-    model_cpu = [Span(s.row, s.name, s.start_us, s.end_us, s.kind)
-                 for s in model_spans if s.row == CPU_ROW]
-    device = [Span(s.row, s.name, s.start_us, s.end_us, s.kind)
-              for s in model_spans if s.row != CPU_ROW]
-    spans = merge_cpu_rows(labkit_cpu, model_cpu) + device
+def sim_timeline(host: list[Span], model_spans: list, note: str) -> Timeline:
+    """The simulator's timeline: labkit's CPU spans, the model's other host calls, its GPU work
+    (all on the model's µs clock), from the earliest of them."""
+    model = [Span(*s) for s in model_spans]
+    spans = merge_cpu_rows(list(host), [s for s in model if s.row == CPU_ROW]) + \
+        [s for s in model if s.row != CPU_ROW]
     t0 = min((s.start_us for s in spans), default=0.0)
-    return Timeline([Span(s.row, s.name, s.start_us - t0, s.end_us - t0, s.kind)
-                     for s in spans], source="model", note=note)
+    return Timeline(shifted(spans, t0), source="model", note=note)
 
 
 # --------------------------------------------------------------------------- GPU
@@ -101,12 +82,12 @@ def clock_offset_ns(cupti_now) -> int:
     return best
 
 
-def gpu_timeline(host: list[_hostspans.HostSpan], records: list[Span], *,
+def gpu_timeline(host: list[Span], records: list[Span], *,
                  begin_ns: int, offset_ns: int, t0_cupti_ns: int, note: str,
                  warmup_names: tuple[str, ...] = (), graph_added: "GraphAdded | None" = None,
                  ) -> Timeline:
-    """Put labkit's host spans (perf_counter ns) and CUPTI's spans (µs from ``t0_cupti_ns``)
-    on one axis whose 0 is ``begin_ns``, the moment the block began.
+    """Put labkit's host spans (µs of ``time.perf_counter_ns``) and CUPTI's spans (µs from
+    ``t0_cupti_ns``) on one axis whose 0 is ``begin_ns``, the moment the block began.
 
     Device spans that ended before the block began (the warm-up) are dropped; CUPTI's API
     records (present only when asked for) stay where no labkit span covers them. With
@@ -115,14 +96,13 @@ def gpu_timeline(host: list[_hostspans.HostSpan], records: list[Span], *,
     most the whole span).
     """
     origin_us = (begin_ns + offset_ns - t0_cupti_ns) / 1e3   # the block's start, in CUPTI µs
-    cpu = host_spans_to_spans(host, 1e-3, begin_ns)
+    cpu = shifted(host, begin_ns / 1e3)
     if graph_added is not None:
-        cpu = _with_added(cpu, host, graph_added)
-    shifted = [Span(s.row, s.name, s.start_us - origin_us, s.end_us - origin_us, s.kind,
-                    s.correlation_id, s.graph_id)
-               for s in records if s.end_us >= origin_us and s.name not in warmup_names]
-    api = [s for s in shifted if s.row == CPU_ROW]
-    device = [s for s in shifted if s.row != CPU_ROW]
+        cpu = _with_added(cpu, graph_added)
+    kept = shifted([s for s in records if s.end_us >= origin_us and s.name not in warmup_names],
+                   origin_us)
+    api = [s for s in kept if s.row == CPU_ROW]
+    device = [s for s in kept if s.row != CPU_ROW]
     return Timeline(merge_cpu_rows(cpu, api) + device, source="cupti", note=note)
 
 
@@ -167,29 +147,28 @@ def _graph_functions(graph_exec) -> set[str]:
     return {getattr(k, "name", str(k)) for k in launched}
 
 
-def _with_added(cpu: list[Span], host: list[_hostspans.HostSpan], added: GraphAdded) -> list[Span]:
+def _with_added(cpu: list[Span], added: GraphAdded) -> list[Span]:
     out, seen_exec, seen_fn = [], set(), set()
-    for span, h in zip(cpu, host):
+    for span in cpu:
         share = 0.0
-        if h.kind == "launch" and " " in h.name:          # "launch NAME" / "prepared NAME"
-            how, fn = h.name.split(" ", 1)
+        if span.kind == "launch" and " " in span.name:    # "launch NAME" / "prepared NAME"
+            how, fn = span.name.split(" ", 1)
             if fn not in seen_fn:
                 seen_fn.add(fn)
                 floor = added.floor_eager_us if how == "launch" else 0.0   # prepared: no floor
                 share = min(added.function_us, span.duration_us - floor)
-        elif h.kind == "graph" and h.target is not None:
-            nodes = kernel_node_count(h.target)
+        elif span.kind == "graph" and span.target is not None:
+            nodes = kernel_node_count(span.target)
             if nodes:
-                fns = _graph_functions(h.target)
-                first = id(h.target) not in seen_exec
-                seen_exec.add(id(h.target))
+                fns = _graph_functions(span.target)
+                first = id(span.target) not in seen_exec
+                seen_exec.add(id(span.target))
                 share = added.of(nodes, first, len(fns - seen_fn))
                 seen_fn |= fns
                 floor = added.floor_graph_us + added.floor_per_node_us * nodes
                 share = min(share, span.duration_us - floor)
         share = min(max(share, 0.0), span.duration_us)
-        out.append(span if share == 0.0 else
-                   Span(span.row, span.name, span.start_us, span.end_us, span.kind, added_us=share))
+        out.append(span if share == 0.0 else span._replace(added_us=share))
     return out
 
 
@@ -212,13 +191,12 @@ class FirstCosts(NamedTuple):
 
 class TraceProbe:
     """labkit's own tiny kernel, a one-node and a ``NODES``-node graph of it, on a private
-    stream and buffer: launched at a trace's start to absorb CUPTI's set-up cost (the first few
-    launches after kernel records are enabled cost milliseconds, then ~100 µs, on the H200),
-    and timed untraced and traced to measure what the trace adds in this process, now.
+    stream and buffer: launched at a trace's start to absorb CUPTI's set-up cost (the first
+    launches after kernel records are enabled are the dearest of all), and timed untraced and
+    traced to measure what the trace adds in this process, now.
 
-    A trace also charges first launches, each trace anew (H200): a graph executable's first
-    traced launch, and the first launch of each kernel in the trace (13-110 µs more for an
-    eager launch). `fresh` instantiates a few new executables of both graphs before the trace
+    A trace also charges first launches, each trace anew: a graph executable's first traced
+    launch, and the first launch of each kernel in the trace. `fresh` instantiates a few new executables of both graphs before the trace
     (each launched once, as the course's are before a timeline); `warm` times their first
     traced launch, and the first two launches of `FUNCTIONS` kernels of labkit's own that are
     never launched before in the trace.
@@ -242,7 +220,7 @@ class TraceProbe:
         kernels = [self._make_kernel(name) for name in self.names]
         self._launch = kernels[0][1, 32, self._stream]
         self._functions = [k[1, 32, self._stream] for k in kernels[1:]]
-        # a prepared launch too: the first one in a trace costs more than the next (H200)
+        # a prepared launch too: the first one in a trace costs more than the next
         self._prepared = prepare(kernels[0], 1, 32, self._stream, self._x)
         for launch in [self._launch] + self._functions:
             launch(self._x)                             # compile and load, once
@@ -382,8 +360,7 @@ def _eager_note(untraced: float, traced: float) -> str:
 
 
 def added_note(untraced: ProbeCosts, traced: ProbeCosts, nodes: int,
-               graph_launches: str = "kernels", first: FirstCosts | None = None,
-               ) -> tuple[str, GraphAdded]:
+               first: FirstCosts | None = None) -> tuple[str, GraphAdded]:
     """The note that says what tracing adds, and the launches' added cost (`GraphAdded`)."""
     added = graph_added(untraced, traced, nodes, first)
     note = _eager_note(untraced.eager, traced.eager)
@@ -393,11 +370,5 @@ def added_note(untraced: ProbeCosts, traced: ProbeCosts, nodes: int,
     if first is not None:
         share += (f", its first ≈{added.first_fixed_us:.0f} µs + "
                   f"{added.first_per_node_us:.2f} µs per node more")
-    if graph_launches == "kernels":
-        note += f"; to a graph launch {share} (all hatched)"
-    elif graph_launches == "graph_trace":
-        note += (f"; graph launches untraced per kernel (CUPTI would add {share}): "
-                 "each GPU execution is one 'graph' bar")
-    else:
-        note += "; graph launches untraced (their kernels are not drawn)"
+    note += f"; to a graph launch {share} (all hatched)"
     return note + "; measured now on labkit's probe", added

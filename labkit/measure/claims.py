@@ -27,6 +27,8 @@ import json
 import os
 import time
 
+import labkit
+
 __all__ = ["expect", "claim", "ClaimFailed", "mode"]
 
 MODES = ("strict", "learner")
@@ -85,9 +87,8 @@ def _log(holds: bool, claim: str, measured: str) -> None:
     path = os.environ.get("LABKIT_CLAIMS_LOG", "").strip()
     if not path:
         return
-    from .. import provenance
     row = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "holds": holds, "claim": claim,
-           "measured": measured, "mode": mode(), "figures": provenance(),
+           "measured": measured, "mode": mode(), "figures": labkit.provenance(),
            "notebook": os.environ.get("LABKIT_CLAIMS_TAG", "")}
     # one line per write, appended: several notebooks (processes) may share the file
     with open(path, "a", encoding="utf-8") as f:
@@ -114,11 +115,10 @@ class _Note:
 
 
 def _show_note(claim: str, measured: str, why: str, look: str) -> None:
-    from .. import provenance
     rows = [("The course expected", claim), ("Measured here", measured), ("Likely reason", why)]
     if look:
         rows.append(("Look at", look))
-    note = _Note(rows, provenance())
+    note = _Note(rows, labkit.provenance())
     try:
         from IPython import get_ipython
         from IPython.display import display

@@ -164,7 +164,7 @@ def timeline(note: str = "", api: bool = False):
     """
     rec = _Recording()
     if start_trace():            # the simulator records its own model's timeline
-        _hostspans.start(now=host_us)
+        _hostspans.start(now=host_us, us_per_tick=1.0)
         try:
             yield rec
         finally:
@@ -178,29 +178,25 @@ def timeline(note: str = "", api: bool = False):
         untraced = probe.host_costs_us()
         probe.fresh()                        # executables whose first traced launch is timed
         kinds = ("kernel", "memcpy", "memset") + (("runtime", "driver") if api else ())
-        graphs = _trace.GRAPH_LAUNCHES
         with _cupti.KernelTrace(kinds=kinds) as tr:
             first = probe.warm()             # CUPTI's set-up cost lands here, unseen
             traced = probe.host_costs_us()
             offset = _trace.clock_offset_ns(_cupti.timestamp_ns)
             t0_cupti = tr.t_enter_ns
-            recorder = _hostspans.start()
-            if graphs != "kernels":          # kernel records off around each graph launch
-                recorder.before_graph, recorder.after_graph = tr.graph_launch_hooks(
-                    graphs == "graph_trace")
+            _hostspans.start()
             begin = time.perf_counter_ns()
             try:
                 yield rec
             finally:
                 host = _hostspans.stop()
         probe.close_fresh()
-        added, graph_share = _trace.added_note(untraced, traced, probe.NODES, graphs, first)
+        added, graph_share = _trace.added_note(untraced, traced, probe.NODES, first)
         if api:
             added += "; API records on: each traced API call costs more than untraced"
         rec.timeline = _trace.gpu_timeline(
             host, tr.spans(t0_cupti), begin_ns=begin, offset_ns=offset, t0_cupti_ns=t0_cupti,
             note="; ".join(p for p in (note, added) if p), warmup_names=probe.names,
-            graph_added=graph_share if graphs == "kernels" else None)
+            graph_added=graph_share)
         return
     start, end = check(rt.cudaEventCreate()), check(rt.cudaEventCreate())
     check(rt.cudaEventRecord(start, 0))
@@ -216,6 +212,6 @@ def timeline(note: str = "", api: bool = False):
         gpu = check(rt.cudaEventElapsedTime(start, end)) * 1000.0
         rt.cudaEventDestroy(start)
         rt.cudaEventDestroy(end)
-    cpu = _trace.host_spans_to_spans(host, 1e-3, t0) or [Span("CPU", "region", 0.0, (t1 - t0) / 1e3, "api")]
+    cpu = _trace.shifted(host, t0 / 1e3) or [Span("CPU", "region", 0.0, (t1 - t0) / 1e3, "api")]
     rec.timeline = Timeline(cpu + [Span("GPU (events)", "all GPU work", 0.0, gpu, "kernel")],
                             source="events", note=f"no CUPTI ({why}); {note}")

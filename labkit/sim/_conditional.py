@@ -2,7 +2,7 @@
 CUDA's rules for them, and the handle values of the executables being launched. Running a
 body is `labkit.sim._work`'s; this module imports only the runtime's state.
 
-The rules are the H200's (results in ``tests/conformance/conditional_h200/``), as
+The rules are the H200's (measured there by a probe now in git history), as
 ``tests/conformance/test_conditional.py`` pins them on both backends:
 
 * a handle belongs to the graph it was made for (``cudaGraphConditionalHandleCreate``, flags 0

@@ -47,8 +47,9 @@ def mixed_run(tmp_path_factory):
     good = _write_notebook(src / "02_good.ipynb", TINY_FIGURE, title="Draws")
     code, stderr = _run([str(bad), str(good), "--out", str(out), "--backend", "sim"])
     index = (out / "index.html").read_text()
-    table = index[index.index('<table class="labkit-run">'):]
-    return types.SimpleNamespace(code=code, stderr=stderr, out=out, index=index,
+    report = (out / "report.html").read_text()
+    table = report[report.index('<table class="labkit-run">'):]
+    return types.SimpleNamespace(code=code, stderr=stderr, out=out, index=index, report=report,
                                  table=table[:table.index("</table>")])
 
 
@@ -61,7 +62,7 @@ def test_run_names_the_failing_notebook_cell_and_error(mixed_run):
     assert "ValueError: boom in cell three" in mixed_run.stderr
 
 
-def test_run_index_marks_the_failed_notebook_with_its_cell(mixed_run):
+def test_run_report_marks_the_failed_notebook_with_its_cell(mixed_run):
     bad_row = next(r for r in mixed_run.table.split("<tr>") if "01_bad" in r)
     assert "failed at cell 3" in bad_row
     assert "ValueError: boom in cell three" in bad_row
@@ -70,7 +71,16 @@ def test_run_index_marks_the_failed_notebook_with_its_cell(mixed_run):
 def test_run_finishes_the_other_notebooks_after_a_failure(mixed_run):
     good_row = next(r for r in mixed_run.table.split("<tr>") if "02_good" in r)
     assert '<span class="ok">ok</span>' in good_row
-    assert "data:image/png;base64," in good_row  # its key figure, as a thumbnail
+    assert "sim /" in good_row                    # the backend it ran on
+
+
+def test_run_landing_page_is_for_learners_and_the_build_report_is_its_own_page(mixed_run):
+    for stem in ("01_bad", "02_good"):
+        assert f'href="{stem}.html"' in mixed_run.index
+    assert 'class="labkit-key-figure"' in mixed_run.index   # 02_good's figure, full width
+    assert "labkit-run" not in mixed_run.index and "failed at cell" not in mixed_run.index
+    assert 'href="report.html"' in mixed_run.index          # in the sidebar
+    assert "1 of 2 notebooks ran through, 1 failed" in mixed_run.report
 
 
 def test_run_writes_executed_notebook_and_page_for_each_also_the_failed(mixed_run):
@@ -85,7 +95,7 @@ def test_run_writes_executed_notebook_and_page_for_each_also_the_failed(mixed_ru
 def test_run_site_pages_have_the_sidebar_toc_and_prev_next_links(mixed_run):
     page = (mixed_run.out / "01_bad.html").read_text()
     assert "bd-sidebar-primary" in page
-    for stem in ("index", "02_good"):   # the sidebar lists the course in order
+    for stem in ("index", "02_good", "report"):   # the sidebar lists the course in order
         assert f'<a class="reference internal" href="{stem}.html"' in page
     prev_next = page[page.index('class="prev-next-area"'):]
     assert re.search(r'class="left-prev"\s+href="index.html"', prev_next)

@@ -1,7 +1,9 @@
 """Conformance: conditional nodes (IF, IF/ELSE, WHILE, SWITCH) behave as on the H200, on both backends.
 
-Every expectation comes from tests/conformance/conditional_probe.py, run on an NVIDIA H200 on
-2026-12-03 (results: tests/conformance/conditional_h200/conditional_probe.json); each test
+Provenance: every expectation was read off an NVIDIA H200 (driver 580, CUDA 13.0,
+cuda-bindings 13.3, numba-cuda 0.30.4) by a one-off probe, whose script and results are in git
+history (``git log --diff-filter=D --stat -- tests/conformance/conditional_h200``); this suite,
+run with ``LABKIT_BACKEND=cuda``, is the probe now. Each test
 names its probe case as ``probe: <case>``. Where the probe recorded less than a test asserts,
 the docstring says ``NOT PROBED`` and why it is expected. Bodies are built with the raw runtime
 API (``cudaGraphConditionalHandleCreate``, ``cudaGraphAddNode``, ``cudaStreamBeginCaptureToGraph``)

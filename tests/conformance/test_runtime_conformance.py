@@ -1,12 +1,13 @@
 """Conformance: labkit.rt does what real CUDA does, the same file on both backends.
 
 Run with ``LABKIT_BACKEND=sim`` (CPU) and ``LABKIT_BACKEND=cuda`` (a GPU); every assertion is an
-exact outcome. The expectations come from a probe script run on an NVIDIA H200, whose logs are
-beside this file (probe_logs/probe_part1.log up to "extwait", probe_part2.log from "fork_nodes");
-the probe line each test follows is named in its docstring as ``probe: <name>``. This suite, run
-with ``LABKIT_BACKEND=cuda``, is the probe now; the old script is in git history
-(``git log --diff-filter=D -- tools/probe_semantics.py``). Where the probe did not
-record an outcome a test asserts, the docstring says ``NOT PROBED`` and why it is expected.
+exact outcome. Provenance: the expectations were read off an NVIDIA H200 (driver 580, CUDA 13.0,
+cuda-bindings 13.3, numba-cuda 0.30.4) by a probe script; each test names the probe line it
+follows as ``probe: <name>``. This suite, run with ``LABKIT_BACKEND=cuda`` (``tools/gpu_check.sh``
+does), is the probe now; the old script and its logs are in git history
+(``git log --diff-filter=D --stat -- tools/probe_semantics.py tests/conformance/probe_logs``).
+Where the probe did not record an outcome a test asserts, the docstring says ``NOT PROBED`` and
+why it is expected.
 
 Only `labkit.rt` and labkit's public API are used, so nothing here knows which backend runs.
 """

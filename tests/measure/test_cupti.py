@@ -58,20 +58,23 @@ def test_kernel_trace_refuses_unknown_kinds():
 
 # --------------------------------------------------------------------------- names
 
-@pytest.mark.parametrize("symbol, short", [
-    (NUMBA_ADD_ONE, "add_one"),
-    # a kernel defined inside a test function: numba escapes "<locals>" as _3clocals_3e
-    ("_ZN" + _n("tests") + _n("test_x") + _n("_3clocals_3e") + _n("scale") + _tag("v2") + "E"
-     + _n("Array"), "scale"),
-    ("_Z7add_onePf", "add_one"),                       # nvcc, free function
-    ("_Z5scaleIfEvPT_i", "scale"),                     # nvcc, function template
-    ("_ZN4cuda6detail6kernelIfEEvv", "kernel"),        # nvcc, namespaced template
-    ("void ns::scale<float>(float*, int)", "scale"),   # already demangled
-    ("add_one", "add_one"),                            # CuPy RawKernel style, unmangled
-    ("_ZNSt6vectorIiE9push_backEv", "_ZNSt6vectorIiE9push_backEv"),  # substitution: as given
-])
-def test_short_kernel_name_keeps_only_the_function_name(symbol, short):
-    assert _cupti.short_kernel_name(symbol) == short
+def test_a_labkit_kernels_symbol_reads_as_its_python_name_and_others_as_given(monkeypatch):
+    from labkit import _kernel
+    k = _kernel.Kernel(lambda x: None)
+    k.name = "add_one"
+    compiled = SimpleNamespace(entry_name=NUMBA_ADD_ONE)
+    monkeypatch.setattr(k, "dispatcher", SimpleNamespace(overloads={("f4[::1]",): compiled}))
+    monkeypatch.setattr(_kernel, "_names", {})
+    assert _kernel.python_name(NUMBA_ADD_ONE) == "add_one"
+    assert _kernel.python_name("_Z5scaleIfEvPT_i") == "_Z5scaleIfEvPT_i"   # not labkit's: as given
+
+
+def test_kernel_records_are_named_by_the_callers_kernel_name():
+    spans = records_to_spans([Record("kernel", 1000, 2000, name=NUMBA_ADD_ONE, stream_id=7)],
+                             kernel_name={NUMBA_ADD_ONE: "add_one"}.get)
+    assert [s.name for s in spans] == ["add_one"]
+    raw = records_to_spans([Record("kernel", 1000, 2000, name=NUMBA_ADD_ONE, stream_id=7)])
+    assert [s.name for s in raw] == [NUMBA_ADD_ONE]
 
 
 @pytest.mark.parametrize("api, kind", [
@@ -131,7 +134,8 @@ def test_records_become_spans_in_us_from_the_first_record_on_cpu_and_stream_rows
         _kernel(0, 0, corr=6),                         # no timestamps: left out
     ]
     records = [record_from_activity(a) for a in activities]
-    spans = records_to_spans(records, api_name=_fake_api_name)
+    spans = records_to_spans(records, api_name=_fake_api_name,
+                             kernel_name={NUMBA_ADD_ONE: "add_one"}.get)
     got = [(s.row, s.name, s.kind, s.start_us, s.end_us) for s in spans]
     assert got == [
         ("CPU", "cudaLaunchKernel", "launch", 0.0, 5.0),   # "_v7000" stripped
@@ -212,11 +216,3 @@ def test_trace_of_20_eager_launches_has_20_kernel_spans_in_launch_order():
     launches = [s for s in spans if s.row == "CPU" and s.kind == "launch"]
     assert len(launches) >= 20
     np.testing.assert_array_equal(x.copy_to_host(), np.full(1024, 21.0, np.float32))
-
-
-def test_a_graph_level_record_becomes_one_graph_bar_on_its_stream_row():
-    rec = Record(kind="graph_trace", start_ns=1_000, end_ns=31_000, stream_id=7,
-                 correlation_id=3, graph_id=12)
-    (span,) = records_to_spans([rec], t0_ns=0)
-    assert (span.row, span.name, span.kind) == ("stream 7", "graph", "kernel")
-    assert (span.start_us, span.end_us, span.graph_id) == (1.0, 31.0, 12)

@@ -75,11 +75,13 @@ def test_window_keeps_overlapping_spans_clipped_to_it():
     assert all(s.row != "CPU" or s.name != "cudaStreamSynchronize" for s in win.spans)
 
 
-def test_span_refuses_unknown_kind_and_reversed_times():
+def test_a_timeline_refuses_a_span_of_unknown_kind_or_reversed_times():
     with pytest.raises(ValueError, match=r"^Span kind 'kernal' is not one of api, launch"):
-        Span("stream 1", "k", 0.0, 1.0, "kernal")
+        Timeline([Span("stream 1", "k", 0.0, 1.0, "kernal")])
     with pytest.raises(ValueError, match=r"^Span 'k' on 'stream 1' ends before it starts"):
-        Span("stream 1", "k", 2.0, 1.0, "kernel")
+        Span("stream 1", "k", 2.0, 1.0, "kernel").checked()
+    with pytest.raises(ValueError, match=r"^Span 'k': added_us=2\.0 must lie between 0 and"):
+        Timeline([Span("stream 1", "k", 0.0, 1.0, "kernel", added_us=2.0)])
     with pytest.raises(ValueError, match=r"^Timeline source 'nsight' is not one of"):
         Timeline([], source="nsight")
 

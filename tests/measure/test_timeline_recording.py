@@ -118,6 +118,11 @@ class _FakeGraph:
         return self._kinds
 
 
+def _host(name, kind, start_ns, end_ns, target):
+    """A span of labkit's CPU row as a GPU's recorder hands it out: µs of perf_counter_ns."""
+    return Span(CPU_ROW, name, start_ns / 1e3, end_ns / 1e3, kind, target=target)
+
+
 class _FakeExec:
     def __init__(self, kinds):
         self.graph = _FakeGraph(kinds)
@@ -125,7 +130,7 @@ class _FakeExec:
 
 def test_gpu_timeline_aligns_host_spans_to_device_records_and_drops_the_warmup():
     # host clock (perf_counter ns) runs 1_000_000 ns behind CUPTI's; the block begins at 5000 ns
-    host = [_hostspans.HostSpan("launch add_one", "launch", 5_000, 35_000, None)]
+    host = [_host("launch add_one", "launch", 5_000, 35_000, None)]
     records = [Span("stream 7", "_labkit_trace_probe", 1.0, 2.0, "kernel"),   # warm-up
                Span("stream 7", "add_one", 1_000.0, 1_002.0, "kernel")]       # µs from t0_cupti
     tl = _trace.gpu_timeline(host, records, begin_ns=5_000, offset_ns=1_000_000,
@@ -140,8 +145,8 @@ def test_gpu_timeline_aligns_host_spans_to_device_records_and_drops_the_warmup()
 
 def test_gpu_timeline_marks_the_tracers_share_of_a_graph_launch_by_its_kernel_nodes():
     ex = _FakeExec(["kernel"] * 20 + ["memset"])
-    host = [_hostspans.HostSpan("cudaGraphLaunch", "graph", 0, 30_000, ex),
-            _hostspans.HostSpan("cudaGraphLaunch", "graph", 40_000, 41_000, ex)]
+    host = [_host("cudaGraphLaunch", "graph", 0, 30_000, ex),
+            _host("cudaGraphLaunch", "graph", 40_000, 41_000, ex)]
     tl = _trace.gpu_timeline(host, [], begin_ns=0, offset_ns=0, t0_cupti_ns=0, note="",
                              graph_added=_trace.GraphAdded(3.0, 0.7))
     first, second = tl.row_spans(CPU_ROW)
@@ -151,7 +156,7 @@ def test_gpu_timeline_marks_the_tracers_share_of_a_graph_launch_by_its_kernel_no
 
 def test_only_an_executables_first_launch_in_the_block_carries_the_first_launch_share():
     a, b = _FakeExec(["kernel"] * 10), _FakeExec(["kernel"] * 10)
-    host = [_hostspans.HostSpan("cudaGraphLaunch", "graph", t, t + 50_000, ex)
+    host = [_host("cudaGraphLaunch", "graph", t, t + 50_000, ex)
             for t, ex in ((0, a), (100_000, a), (200_000, b))]
     share = _trace.GraphAdded(2.0, 0.5, first_fixed_us=10.0, first_per_node_us=1.0)
     tl = _trace.gpu_timeline(host, [], begin_ns=0, offset_ns=0, t0_cupti_ns=0, note="",
@@ -198,10 +203,10 @@ class _Kernel:
 def test_a_kernels_first_launch_in_the_block_carries_the_function_share_eager_or_in_a_graph():
     ex = _FakeExec(["kernel"] * 10)
     ex.graph.launched = {_Kernel("add_one"): [], _Kernel("scale"): []}
-    host = [_hostspans.HostSpan("launch add_one", "launch", 0, 80_000, None),
-            _hostspans.HostSpan("launch add_one", "launch", 100_000, 130_000, None),
-            _hostspans.HostSpan("prepared scale", "launch", 200_000, 240_000, None),
-            _hostspans.HostSpan("cudaGraphLaunch", "graph", 300_000, 400_000, ex)]
+    host = [_host("launch add_one", "launch", 0, 80_000, None),
+            _host("launch add_one", "launch", 100_000, 130_000, None),
+            _host("prepared scale", "launch", 200_000, 240_000, None),
+            _host("cudaGraphLaunch", "graph", 300_000, 400_000, ex)]
     share = _trace.GraphAdded(2.0, 0.5, function_us=30.0, floor_eager_us=20.0)
     tl = _trace.gpu_timeline(host, [], begin_ns=0, offset_ns=0, t0_cupti_ns=0, note="",
                              graph_added=share)
@@ -212,8 +217,8 @@ def test_a_kernels_first_launch_in_the_block_carries_the_function_share_eager_or
 
 def test_the_solid_part_never_drops_below_the_probes_untraced_cost():
     ex = _FakeExec(["kernel"] * 20)
-    host = [_hostspans.HostSpan("launch add_one", "launch", 0, 35_000, None),
-            _hostspans.HostSpan("cudaGraphLaunch", "graph", 100_000, 110_000, ex)]
+    host = [_host("launch add_one", "launch", 0, 35_000, None),
+            _host("cudaGraphLaunch", "graph", 100_000, 110_000, ex)]
     share = _trace.GraphAdded(2.0, 1.0, first_fixed_us=10.0, function_us=30.0,
                               floor_eager_us=20.0, floor_graph_us=2.0, floor_per_node_us=0.05)
     tl = _trace.gpu_timeline(host, [], begin_ns=0, offset_ns=0, t0_cupti_ns=0, note="",
@@ -256,4 +261,4 @@ def test_the_trace_probe_launches_through_labkit_and_keeps_its_records_named():
 
 def test_a_span_refuses_a_tracer_share_longer_than_itself():
     with pytest.raises(ValueError, match=r"added_us=5 must lie between 0 and the span's duration"):
-        Span(CPU_ROW, "cudaGraphLaunch", 0.0, 2.0, "graph", added_us=5)
+        Span(CPU_ROW, "cudaGraphLaunch", 0.0, 2.0, "graph", added_us=5).checked()

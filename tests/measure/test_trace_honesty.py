@@ -123,16 +123,12 @@ def test_eager_launch_span_is_numbas_whole_dispatch_not_only_the_driver_call(tra
 
 
 def test_every_traced_launch_has_its_gpu_work_on_a_stream_row(traced):
-    from labkit.measure import _trace
     _, _, tl = traced
     kernels = [s for s in tl.spans if s.kind == "kernel" and s.name == "add_one"]
     graphs = [s for s in tl.spans if s.kind == "kernel" and s.name == "graph"]
-    # eager and prepared: one kernel each; a graph launch: its NODES kernels, or one graph bar
-    if _trace.GRAPH_LAUNCHES == "kernels":
-        assert len(kernels) == 2 * CALLS + CALLS * NODES, tl.rows()
-    else:
-        assert len(kernels) == 2 * CALLS, tl.rows()
-        assert len(graphs) == (CALLS if _trace.GRAPH_LAUNCHES == "graph_trace" else 0)
+    # eager and prepared: one kernel each; a graph launch: its NODES kernels
+    assert len(kernels) == 2 * CALLS + CALLS * NODES, tl.rows()
+    assert not graphs
 
 
 def test_untraced_calls_after_a_trace_cost_what_they_cost_before(traced):

@@ -16,9 +16,7 @@ The capture-mode matrix is the course's (`labkit.course.capture_modes.plot_matri
 from __future__ import annotations
 
 import labkit
-from labkit.backend import is_gpu
 from labkit.measure.plot import _axes
-from labkit.measure.plot import timeline_plots as _timeline_plots
 from labkit.measure.plot._axes import model_provenance, savefig, shape_provenance
 from labkit.measure.plot.bar_plots import bars
 from labkit.measure.plot.curves import amortization, per_kernel_cost, phase_costs
@@ -42,21 +40,13 @@ def _active_provenance() -> str:
 
 
 def _active_shape_where() -> str:
-    return labkit.device_name() if is_gpu else "the simulator"
+    return labkit.device_name() if labkit.backend.is_gpu else "the simulator"
 
 
-def _active_stream_rows(handle: int) -> list[str]:
-    """A stream's row names: by handle (the simulator) and, on a GPU, by the unique ID that
-    ``cudaStreamGetId`` returns and CUPTI names its rows by."""
-    names = [f"stream {handle}"]
-    if is_gpu:
-        from labkit.backend import rt
-        err, stream_id = rt.cudaStreamGetId(handle)
-        if err == rt.cudaError_t.cudaSuccess and int(stream_id) != handle:
-            names.append(f"stream {int(stream_id)}")
-    return names
+def _active_stream_row(handle: int) -> str:
+    return f"stream {labkit.backend.stream_trace_id(handle)}"
 
 
 _axes.default_provenance = _active_provenance
 _axes.default_shape_where = _active_shape_where
-_timeline_plots.stream_rows = _active_stream_rows
+_axes.stream_row = _active_stream_row

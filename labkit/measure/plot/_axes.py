@@ -2,8 +2,8 @@
 legend places, tidy log ticks, and the notes that say what a band or a whisker is.
 
 The provenance line is an argument of every plot. When a call gives none, `default_provenance`
-and `default_shape_where` supply it: `labkit.plot` (the facade) sets them to ask the active
-backend, so the modules that draw never import it.
+and `default_shape_where` supply it, and `stream_row` names a stream's timeline row: `labkit.plot`
+(the facade) sets them to ask the active backend, so the modules that draw never import it.
 """
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ from labkit.measure.stats import Stats
 # Set by labkit.plot to ask labkit which backend and device produced the numbers.
 default_provenance: Callable[[], str] = lambda: "provenance not given"  # noqa: E731
 default_shape_where: Callable[[], str] = lambda: "an unnamed device"     # noqa: E731
+# Set by labkit.plot: the row a trace gives a stream handle ("stream N", N the trace's number).
+stream_row: Callable[[int], str] = lambda handle: f"stream {handle}"      # noqa: E731
 
 BAND_NOTE = "line: median · shaded: p5–p95 of the samples"
 WHISKER_NOTE = "bar: median · whisker: up to p95 of the samples"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import networkx as nx
 from matplotlib.lines import Line2D
 
-from labkit.measure._cupti import short_kernel_name
 from labkit.measure.plot import _axes
 from labkit.measure.plot.theme import NODE_COLORS, UNKNOWN_NODE_COLOR, style
 
@@ -38,9 +37,9 @@ def _layered_positions(g: nx.DiGraph) -> tuple[dict, list[list]]:
 
 
 def _dag_text(attrs: dict, node) -> str:
-    """A node's label: its kernel's short name (or its kind), at most ten characters."""
+    """A node's label: its kernel's name (or its kind), at most ten characters."""
     name = attrs.get("name")
-    text = short_kernel_name(str(name)) if name else str(attrs.get("label", node))
+    text = str(name) if name else str(attrs.get("label", node))
     return text if len(text) <= _DAG_LABEL_CHARS else text[:_DAG_LABEL_CHARS - 1] + "…"
 
 
@@ -53,7 +52,7 @@ def graph_dag(g, ax=None, title: str = "Graph", provenance: str | None = None,
     ----------
     g : networkx.DiGraph or object with ``to_networkx()``
         Nodes may carry ``kind`` ("kernel", "memcpy", "memset", "empty", "event_record",
-        "wait_event", "graph", ...), ``name`` (a kernel's name or symbol; shortened) and
+        "wait_event", "graph", ...), ``name`` (a kernel's name; cut to ten characters) and
         ``label`` (used when there is no name) attributes.
     ax : matplotlib Axes, optional
     title : str

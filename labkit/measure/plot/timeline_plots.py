@@ -138,35 +138,30 @@ def _windowed(tl: Timeline, t0, window_us) -> tuple[float, Timeline]:
 
 
 def _row_labels(tls: Sequence[Timeline], stream_names: Mapping | None) -> dict[str, str]:
-    """Row name -> label. A stream's branch rows ("stream 7 branch 1") follow its label."""
+    """Row name -> label. A stream's branch rows ("stream 7 branch 1") follow its label.
+
+    A stream (or handle) names the row "stream <handle>" or the row its trace gives it. On the
+    simulator's timelines a name that matches no row is an error; a GPU trace's rows may number
+    streams otherwise, so there it only leaves the row as the trace named it."""
     if not stream_names:
         return {}
     rows = {row for tl in tls for row in tl.rows()}
-    if not any(row.startswith("stream ") for row in rows):
-        return {}    # no row per stream (a GPU without CUPTI: one "GPU (events)" row): none to name
+    exact = all(tl.source == "model" for tl in tls)
     out = {}
     for key, label in stream_names.items():
-        candidates = [key] if isinstance(key, str) else stream_rows(stream_handle(key))
-        for row in candidates:
-            hits = [r for r in rows if r == row or r.startswith(row + " branch ")]
-            if hits:
-                break
+        if isinstance(key, str):
+            names = [key]
         else:
-            named = " or ".join(map(repr, candidates))
-            raise ValueError(f"stream_names names {named}, but no row is {named}; the rows "
-                             f"here are {sorted(rows)}")
-        for r in hits:
+            handle = stream_handle(key)
+            names = list(dict.fromkeys([f"stream {handle}", _axes.stream_row(handle)]))
+        hits = [(row, r) for row in names for r in rows
+                if r == row or r.startswith(row + " branch ")]
+        if not hits and exact:
+            raise ValueError(f"stream_names names {names[0]!r}, but no row is {names[0]!r}; "
+                             f"the rows here are {sorted(rows)}")
+        for row, r in hits:
             out[r] = str(label) + r[len(row):].replace(" branch ", ", branch ")
     return out
-
-
-def _rows_by_handle(handle: int) -> list[str]:
-    return [f"stream {handle}"]
-
-
-#: ``handle -> the row names its GPU work can carry``: "stream <handle>" here (the simulator's
-#: rows); the facade (`labkit.plot`) adds a GPU's "stream <ID>", by which CUPTI names rows.
-stream_rows = _rows_by_handle
 
 
 def _draw(ax, tl: Timeline, origin: float, extent: float, max_labels: int,
