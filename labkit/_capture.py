@@ -59,10 +59,9 @@ def capture(stream, mode: str = "global"):
         raise ValueError(f"mode must be one of {sorted(_MODES)}, got {mode!r}")
     h = stream_handle(stream)
     if h in (0, 1):
+        # the same error and hint as the raw cudaStreamBeginCapture(0, ...) through check()
         raise CudaError(rt.cudaError_t.cudaErrorStreamCaptureUnsupported,
-                        "cudaStreamBeginCapture on the legacy NULL stream",
-                        hint="the legacy NULL stream cannot be captured: create a stream "
-                             "(labkit.Stream()) and capture that")
+                        "cudaStreamBeginCapture on the legacy NULL stream")
     rt.cudaGetLastError()   # start clean, so a later error is this capture's own
     # numba must not free device memory (cuMemFree) while the capture is open: see frees_held
     with frees_held():
