@@ -7,8 +7,6 @@
 # ---
 
 # %% [markdown]
-# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/cuda-graphs-lab/blob/main/notebooks/03_define_instantiate_launch.ipynb) In Colab, run `%pip install -q "cuda-graphs-lab[cu12] @ git+https://github.com/OWNER/cuda-graphs-lab"` first.
-#
 # # 03 — Define, instantiate, launch: what a graph costs, and when it pays
 #
 # **Prerequisites:** notebooks 01 (launch costs) and 02 (capture).

@@ -7,8 +7,6 @@
 # ---
 
 # %% [markdown]
-# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/cuda-graphs-lab/blob/main/notebooks/04_multi_stream.ipynb) In Colab, run `%pip install -q "cuda-graphs-lab[cu12] @ git+https://github.com/OWNER/cuda-graphs-lab"` first.
-#
 # # 04 — Several streams in one graph: fork, join and overlap
 #
 # A stream is a queue: what you put on it runs in order. Work that does not depend on each
