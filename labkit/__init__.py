@@ -29,6 +29,7 @@ from ._streams import Stream, Event, synchronize
 from ._graph import Graph, GraphExec, KernelNode, UpdateResult
 from ._capture import capture, fork
 from .cache import GraphCache
+from ._graphed import graphed, Graphed
 from .conditional import (Body, Condition, ConditionalGraph, conditional_graph,
                           conditional_in_capture, set_condition)
 
@@ -68,7 +69,7 @@ __all__ = [
     "prepare", "PreparedLaunch", "LaunchParams", "launch_params", "timing", "plot",
     "expect", "ClaimFailed", "BackendName",
     "Condition", "Body", "ConditionalGraph", "conditional_graph", "conditional_in_capture",
-    "set_condition",
+    "set_condition", "graphed", "Graphed",
 ]
 
 # Public names for what lives in labkit.measure (above this core), imported when first asked for.
