@@ -534,10 +534,7 @@ for _ in range(2):
     s.synchronize()
     times.append(labkit.host_us() - t0)
 print(f"first launch {times[0]:.0f} µs, second {times[1]:.1f} µs")
-if labkit.backend == "cuda":
-    claims.first_launch_much_slower(times[0], times[1])
-else:
-    print("(the simulator does not model compilation: on a GPU the first launch takes far longer)")
+claims.first_launch_much_slower(times[0], times[1])
 
 # %% [markdown]
 # ## Graph output equals eager output
