@@ -94,7 +94,7 @@ class EagerGraph(Graph):
     def to_dot(self):
         _eager_only("to_dot")
 
-    def instantiate(self, upload_stream=None) -> "EagerExec":
+    def instantiate(self, upload_stream=None, flags=0) -> "EagerExec":
         self._open()
         return EagerExec(self)
 

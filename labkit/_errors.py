@@ -43,8 +43,10 @@ _HINTS = {
          "same capture (or synchronize before beginning it)",
     906: "the legacy NULL stream would wait on a capturing blocking stream: capture streams made "
          "with cudaStreamNonBlocking and do not use stream 0 while capturing",
-    907: "this event was last recorded in a capturing stream, so it has no time yet: query, "
-         "synchronize or time events after the graph has been launched",
+    907: "this event was last recorded in a capturing stream, where a record only joins "
+         "streams within the capture (a launch of the graph records nothing in it): record the "
+         "event again outside the capture, after launching the graph, then query, synchronize "
+         "or time it",
     908: "a global or thread-local capture was ended (or joined) from another thread than the "
          "one that began it: end it on the thread that began it, or capture in relaxed mode",
     910: "the new graph differs from the executable in a way an update cannot express (a node "
