@@ -157,7 +157,8 @@ def _replace(launches, index, kernel, grid, block, args):
 
 
 class Graphed:
-    """``fn(stream)`` as a graph: captured at the first call, replayed at every later one.
+    """``fn(stream)`` as a graph: captured at the first call (or by `capture`), replayed at
+    every later one.
 
     With the eager switch on, every call runs ``fn(stream)`` eagerly instead. Made by
     `graphed`. ``exec`` is the executable once captured (None before, and when eager).
@@ -172,14 +173,21 @@ class Graphed:
             self.fn(stream)
             return
         if self.exec is None or self._stream != stream_handle(stream):
-            self.close()
-            from ._capture import capture
-            with capture(stream) as cap:
-                self.fn(stream)
-            self.graph = cap.graph
-            self.exec = self.graph.instantiate()
-            self._stream = stream_handle(stream)
+            self.capture(stream)
         self.exec.launch(stream)
+
+    def capture(self, stream):
+        """Capture ``fn(stream)`` and instantiate it now, launching nothing (with the eager
+        switch on: nothing at all). A later call replays it."""
+        if graphs_are_eager():
+            return
+        self.close()
+        from ._capture import capture
+        with capture(stream) as cap:
+            self.fn(stream)
+        self.graph = cap.graph
+        self.exec = self.graph.instantiate()
+        self._stream = stream_handle(stream)
 
     def close(self):
         for h in (self.exec, self.graph):

@@ -737,12 +737,14 @@ print("the live matrix shows every rule above")
 #
 # ## Exercise: fix a broken decode
 #
-# `decode` below captures one step of the capstone's decoder and replays it once per token, from
+# `decode` below captures one step of the capstone's decoder with `labkit.graphed`
+# (`step.capture(stream)` captures it without launching it) and replays it once per token, from
 # the prompt token. It has three bugs, each a mistake from this notebook. Find them with the
-# method (run it, read the error, run it with `labkit.eager()` and compare with
-# `dec.reference_generate`), fix them in the cell, and run the check: it runs your `decode` on a
-# fresh model and compares its tokens with numpy's. `ex09.start(m, token)` copies a token and
-# position 0 into the model's buffers; `m.state` holds the buffers the step reads and writes.
+# method: run the check and read the error; run it again inside `with labkit.eager():` (the
+# graph switched off) and compare with the graph run and with `dec.reference_generate`. Fix
+# the bugs in the cell, one at a time. The check runs your `decode` on a fresh model and
+# compares its tokens with numpy's. `ex09.start(m, token)` copies a token and position 0 into
+# the model's buffers; `m.state` holds the buffers the step reads and writes.
 
 # %% tags=["starter"]
 stream = labkit.Stream()
@@ -754,19 +756,20 @@ def decode(m, prompt_token, n_tokens, stream):
     ex09.start(m, 0)                          # warm up: every kernel compiled and loaded
     dec.step(m, stream)
     stream.synchronize()
-    with labkit.capture(stream) as cap:
-        dec.step(m, stream)
-        stream.synchronize()                  # wait for the step to finish
-    ex = cap.graph.instantiate()
+
+    def one_token(st):
+        dec.step(m, st)
+        st.synchronize()                      # wait for the token
+    step = labkit.graphed(one_token)
+    step.capture(stream)                      # capture once, before decoding
     check(rt.cudaFree(scratch), "cudaFree")   # the graph is built: done with the scratch
     m.state["tok"] = labkit.to_device(np.array([prompt_token], np.int32))   # the prompt
     m.state["pos"] = labkit.to_device(np.zeros(1, np.int32))                # position 0
     for _ in range(n_tokens):
-        ex.launch(stream)
+        step(stream)
     stream.synchronize()
     tokens = m.state["history"].copy_to_host()[:n_tokens]
-    ex.close()
-    cap.graph.close()
+    step.close()
     return tokens
 
 # %% tags=["solution"]
@@ -779,16 +782,17 @@ def decode(m, prompt_token, n_tokens, stream):
     ex09.start(m, 0)                          # warm up: every kernel compiled and loaded
     dec.step(m, stream)
     stream.synchronize()
-    with labkit.capture(stream) as cap:
-        dec.step(m, stream)                   # bug 3 fixed: no synchronize inside the capture
-    ex = cap.graph.instantiate()
+
+    def one_token(st):
+        dec.step(m, st)                       # bug 3 fixed: no synchronize inside the capture
+    step = labkit.graphed(one_token)
+    step.capture(stream)                      # capture once, before decoding
     ex09.start(m, prompt_token)               # bug 1 fixed: copy INTO the captured buffers
     for _ in range(n_tokens):
-        ex.launch(stream)
+        step(stream)
     stream.synchronize()
     tokens = m.state["history"].copy_to_host()[:n_tokens]
-    ex.close()
-    cap.graph.close()
+    step.close()
     check(rt.cudaFree(scratch), "cudaFree")   # bug 2 fixed: free after the executable is gone
     return tokens
 

@@ -143,3 +143,20 @@ def test_compare_outputs_needs_an_output():
     with labkit.Stream() as s:
         with pytest.raises(ValueError, match=r"^outputs must name at least one device array"):
             labkit.compare_outputs(lambda st: None, s, {})
+
+
+def test_graphed_capture_captures_without_launching_and_does_nothing_when_eager():
+    x = _zeros()
+    with labkit.Stream() as s:
+        step = labkit.graphed(lambda st: w.add_one[4, 256, st](x))
+        step.capture(s)
+        s.synchronize()
+        assert x.copy_to_host()[0] == 0.0 and len(step.graph) == 1
+        step(s)
+        step.close()
+        with labkit.eager():
+            step.capture(s)
+            assert step.exec is None
+            step(s)
+        s.synchronize()
+    assert x.copy_to_host()[0] == 2.0

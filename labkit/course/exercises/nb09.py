@@ -1,7 +1,7 @@
 """Notebook 09's exercise: a broken graph decode with three planted bugs, and its check.
 
-The decode captures one step of the capstone's decoder (`labkit.course.decoder`) and replays
-it once per token. `broken_decode` carries three bugs a learner finds with the notebook's
+The decode captures one step of the capstone's decoder (`labkit.course.decoder`) with
+`labkit.graphed` and replays it once per token. `broken_decode` carries three bugs a learner finds with the notebook's
 method: a sync inside the capture, a buffer freed while the executable still uses it, and a
 stale input (a name rebound instead of a copy into the captured buffer). `check_decode` runs a
 learner's ``decode(model, prompt_token, n_tokens, stream)`` on a fresh model and compares its
@@ -17,7 +17,7 @@ import ctypes
 import numpy as np
 
 from .. import decoder as dec
-from ..._capture import capture
+from ..._eager import graphed
 from ..._errors import CudaError, check
 from ..._kernel import to_device
 from ...backend import rt
@@ -92,11 +92,13 @@ def variant(stale_input=True, freed_buffer=True, sync_in_capture=True):
         start(m, 0)                             # warm up: every kernel compiled and loaded
         dec.step(m, stream)
         stream.synchronize()
-        with capture(stream) as cap:
-            dec.step(m, stream)
+
+        def one_token(st):
+            dec.step(m, st)
             if sync_in_capture:
-                stream.synchronize()
-        ex = cap.graph.instantiate()
+                st.synchronize()
+        step = graphed(one_token)
+        step.capture(stream)                    # captured once, before decoding
         if freed_buffer:
             check(rt.cudaFree(scratch), "cudaFree")      # "the graph is built: done with it"
         if stale_input:
@@ -105,11 +107,10 @@ def variant(stale_input=True, freed_buffer=True, sync_in_capture=True):
         else:
             start(m, prompt_token)
         for _ in range(n_tokens):
-            ex.launch(stream)
+            step(stream)
         stream.synchronize()
         tokens = m.state["history"].copy_to_host()[:n_tokens]
-        ex.close()
-        cap.graph.close()
+        step.close()
         if not freed_buffer:
             check(rt.cudaFree(scratch), "cudaFree")      # after the executable is gone
         return tokens
