@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 
-from . import _capstack, _hostspans
+from . import _capstack, _hostspans, _nvtx
 from ._errors import CudaError, check
 from ._eager import EagerGraph, graphs_are_eager
 from ._graph import Graph
@@ -73,7 +73,7 @@ def capture(stream, mode: str = "global"):
                         "cudaStreamBeginCapture on the legacy NULL stream")
     rt.cudaGetLastError()   # start clean, so a later error is this capture's own
     # numba must not free device memory (cuMemFree) while the capture is open: see frees_held
-    with frees_held():
+    with _nvtx.phase("capture"), frees_held():
         err, = rt.cudaStreamBeginCapture(h, _MODES[mode])
         if int(err):
             _refuse_begin(err, h)

@@ -5,7 +5,7 @@ The first step of debugging a graph is to run the same code without one (llama.c
 the environment, or inside ``with labkit.eager():``, no stream is captured and no graph is
 launched, and the code that uses labkit's graphs runs unchanged:
 
-* `labkit.graphed` calls its function eagerly at every call: names are looked up afresh, as
+* `labkit.captured` calls its function eagerly at every call: names are looked up afresh, as
   eager code does (a function is the form to prefer for an eager comparison);
 * ``with labkit.capture(stream) as cap`` runs nothing in its block, as a capture runs nothing: it
   records the launches of labkit kernels made in the block (their kernel, grid, block and
@@ -15,7 +15,7 @@ launched, and the code that uses labkit's graphs runs unchanged:
   its arguments are those of the block: a name rebound later is not seen (as in a graph);
   raw ``labkit.rt`` calls in the block run at once, not at each launch.
 
-The switch is read when a capture begins and when `graphed` is called, never in a launch.
+The switch is read when a capture begins and when a `captured` function is called, never in a launch.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from ._errors import CudaError
 from ._graph import Graph, GraphExec, UpdateResult
 from ._handles import stream_handle
 
-__all__ = ["eager", "graphs_are_eager", "graphed", "Graphed", "EagerGraph", "EagerExec",
+__all__ = ["eager", "graphs_are_eager", "captured", "Captured", "EagerGraph", "EagerExec",
            "compare_outputs", "Comparison"]
 
 ENV = "LABKIT_GRAPHS"
@@ -156,12 +156,12 @@ def _replace(launches, index, kernel, grid, block, args):
     launches[index] = (kernel, grid, block, tuple(args))
 
 
-class Graphed:
+class Captured:
     """``fn(stream)`` as a graph: captured at the first call (or by `capture`), replayed at
     every later one.
 
     With the eager switch on, every call runs ``fn(stream)`` eagerly instead. Made by
-    `graphed`. ``exec`` is the executable once captured (None before, and when eager).
+    `captured`. ``exec`` is the executable once captured (None before, and when eager).
     """
 
     def __init__(self, fn):
@@ -196,20 +196,20 @@ class Graphed:
         self.exec = self.graph = None
 
     def __repr__(self):
-        return f"<labkit.graphed {getattr(self.fn, '__name__', 'fn')}: " \
+        return f"<labkit.captured {getattr(self.fn, '__name__', 'fn')}: " \
                f"{'captured' if self.exec is not None else 'not captured yet'}>"
 
 
-def graphed(fn) -> Graphed:
+def captured(fn) -> Captured:
     """Make ``fn(stream)`` (which launches work on ``stream``) a graph, captured at its first
     call and replayed at each later call; eager at every call with the eager switch on.
 
-    >>> step = labkit.graphed(lambda s: decode_step(model, s))
+    >>> step = labkit.captured(lambda s: decode_step(model, s))
     >>> step(stream)      # the first call captures, instantiates and launches
     """
     if not callable(fn):
-        raise TypeError("graphed(fn) needs a function fn(stream) that launches work on stream")
-    return Graphed(fn)
+        raise TypeError("captured(fn) needs a function fn(stream) that launches work on stream")
+    return Captured(fn)
 
 
 # ------------------------------------------------------------------ graph against eager
@@ -244,7 +244,7 @@ class Comparison:
 
 def compare_outputs(fn, stream, outputs: dict, setup=None, calls: int = 1,
                     rtol: float = 0.0, atol: float = 0.0) -> Comparison:
-    """Run ``fn(stream)`` eagerly, then as a graph (`graphed`), ``calls`` times each, and
+    """Run ``fn(stream)`` eagerly, then as a graph (`captured`), ``calls`` times each, and
     compare every buffer of ``outputs`` (name -> device array) between the two runs.
 
     ``setup()`` is called before each run: it puts the inputs and any state back where they
@@ -258,7 +258,7 @@ def compare_outputs(fn, stream, outputs: dict, setup=None, calls: int = 1,
     for mode in ("eager", "graph"):
         if setup is not None:
             setup()
-        g = graphed(fn)
+        g = captured(fn)
         with eager(mode == "eager"):
             for _ in range(int(calls)):
                 g(stream)

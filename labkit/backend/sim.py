@@ -26,7 +26,8 @@ from ..sim import rt
 from ..sim._conditional import set_value
 
 # the names of labkit.backend._interface.Backend
-__all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "launcher",
+__all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "mapped_array",
+           "watch_launch", "counter_arrivals", "launcher",
            "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace",
            "stream_trace_id", "kernel_node_name", "provenance", "frees_held",
            "make_set_condition"]
@@ -123,6 +124,82 @@ def pinned_array(shape, dtype):
     shape = shape if isinstance(shape, tuple) else (shape,)
     n = int(np.prod(shape)) * dtype.itemsize
     return _hooks.pinned_buffer(_hooks.new_alloc(n, pinned=True))[:n].view(dtype).reshape(shape)
+
+
+# ------------------------------------------------------------------ mapped host memory
+
+class SimMappedArray(SimDeviceArray):
+    """Pinned host memory that simulated kernels read and write in place (``cudaHostAlloc`` with
+    ``cudaHostAllocMapped``): the kernel argument is this object, ``host`` its numpy view."""
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(int(x) for x in (shape if isinstance(shape, tuple) else (shape,)))
+        self.dtype = np.dtype(dtype)
+        self.size = int(np.prod(self.shape)) if self.shape else 1
+        self.nbytes = self.size * self.dtype.itemsize
+        self.ndim = len(self.shape)
+        self.strides = np.empty(self.shape, self.dtype).strides
+        self._addr = _hooks.new_alloc(self.nbytes, pinned=True)
+        self._arg = _hooks.ArrayArg(self._addr, self.shape, self.dtype)
+        self.host = _hooks.pinned_buffer(self._addr)[:self.nbytes].view(self.dtype).reshape(self.shape)
+
+    def __repr__(self):
+        return f"<simulated mapped host array shape={self.shape} dtype={self.dtype}>"
+
+
+def mapped_array(shape, dtype):
+    """``(kernel argument, host numpy view)`` of new mapped, pinned host memory."""
+    a = SimMappedArray(shape, dtype)
+    return a, a.host
+
+
+@contextlib.contextmanager
+def watch_launch():
+    """Record the simulated GPU intervals of the work submitted inside the block: the list it
+    yields is filled on exit (inside an open timeline, that timeline keeps its spans too)."""
+    out: list = []
+    clock = _hooks.clock
+    outer = clock._trace is not None
+    trace = clock._trace if outer else _hooks.start_trace()
+    first = len(trace)
+    try:
+        yield out
+    finally:
+        spans = trace[first:]
+        if not outer:
+            _hooks.stop_trace()
+        out.extend(s for s in spans if s.row != "CPU")
+
+
+def counter_arrivals(host, count_index: int, done_index: int, watched, timeout_s: float = 60.0):
+    """Each advance of a counter in mapped memory, as the host sees it: ``(count, host µs)``.
+
+    On the simulator the kernels ran when the graph was launched; what the host may see, and
+    when, comes from the watched launch's WHILE node: its iterations on the simulated GPU's
+    clock (the node's span, less its own cost, in equal parts), one advance of the counter at
+    the end of each. The host spins (CPU time) until the next one, then reads it. A counter
+    that does not advance once per iteration is refused.
+    """
+    loops = [s for s in watched if s.name.startswith("WHILE")]
+    if len(loops) != 1:
+        raise NotImplementedError(
+            "the simulator times a mapped counter from the one WHILE node of the launch it "
+            f"watched; this launch ran {len(loops)}: watch the launch of a WHILE graph")
+    span = loops[0]
+    runs = int(span.name.split("×")[1])
+    final = int(host[count_index])
+    if final != runs:
+        raise NotImplementedError(
+            f"the simulator times a mapped counter that advances once per WHILE iteration; it "
+            f"reads {final} after {runs} iterations")
+    head = P("conditional_node_us") - P("graph_node_gap_us")
+    per = (span.end_us - span.start_us - head) / max(runs, 1)
+    for i in range(runs):
+        t = span.start_us + head + (i + 1) * per
+        wait = t - _hooks.host_us()
+        if wait > 0:
+            _hooks.host_work(wait)         # spinning on the counter until it changes
+        yield i + 1, _hooks.host_us()
 
 
 # ------------------------------------------------------------------ kernels in the simulator

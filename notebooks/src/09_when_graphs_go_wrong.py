@@ -160,7 +160,7 @@ for broken, fixed in ring_rows:
 #    switch: `LABKIT_GRAPHS=eager` in the environment (before you start Jupyter or Python), or
 #    `with labkit.eager():` around a block. Then `labkit.capture` records the labkit launches of
 #    its block instead of capturing them, an executable made from it makes those launches one by
-#    one, and `labkit.graphed(fn)` calls `fn` eagerly at every call. If the eager run is wrong
+#    one, and `labkit.captured(fn)` calls `fn` eagerly at every call. If the eager run is wrong
 #    too, the bug is not the graph's.
 # 2. **Compare every output buffer** of the graph run with the eager run:
 #    `labkit.compare_outputs(fn, stream, outputs, setup=...)` runs `fn(stream)` both ways from
@@ -201,7 +201,7 @@ def pipeline(st, upto=len(stages)):
         stage(st)
 
 # %% [markdown]
-# First, eagerly through the same code. `labkit.graphed(pipeline)` is the pipeline as a graph
+# First, eagerly through the same code. `labkit.captured(pipeline)` is the pipeline as a graph
 # (captured at the first call, replayed at the next ones); inside `labkit.eager()` the very same
 # object runs the pipeline eagerly. Three calls each, from the same start:
 
@@ -209,7 +209,7 @@ def pipeline(st, upto=len(stages)):
 runs = {}
 for mode in ("eager", "graph"):
     reset()
-    step = labkit.graphed(pipeline)
+    step = labkit.captured(pipeline)
     with labkit.eager(mode == "eager"):
         for _ in range(3):
             step(s)
@@ -280,7 +280,7 @@ plt.show()
 # %%
 inp = labkit.to_device(np.ones(N, np.float32))
 res = labkit.device_array(N)
-double = labkit.graphed(lambda st: saxpy[GRID, BLOCK, st](res, np.float32(2.0), inp, inp))
+double = labkit.captured(lambda st: saxpy[GRID, BLOCK, st](res, np.float32(2.0), inp, inp))
 for mode in ("eager", "graph"):
     with labkit.eager(mode == "eager"):
         inp = labkit.to_device(np.ones(N, np.float32))       # request 1
@@ -298,7 +298,7 @@ double.close()
 
 # %%
 inp.copy_to_device(np.ones(N, np.float32))
-double = labkit.graphed(lambda st: saxpy[GRID, BLOCK, st](res, np.float32(2.0), inp, inp))
+double = labkit.captured(lambda st: saxpy[GRID, BLOCK, st](res, np.float32(2.0), inp, inp))
 double(s)
 kept_ref = res                        # a reference: the same device buffer
 s.synchronize()
@@ -737,7 +737,7 @@ print("the live matrix shows every rule above")
 #
 # ## Exercise: fix a broken decode
 #
-# `decode` below captures one step of the capstone's decoder with `labkit.graphed`
+# `decode` below captures one step of the capstone's decoder with `labkit.captured`
 # (`step.capture(stream)` captures it without launching it) and replays it once per token, from
 # the prompt token. It has three bugs, each a mistake from this notebook. Find them with the
 # method: run the check and read the error; run it again inside `with labkit.eager():` (the
@@ -760,7 +760,7 @@ def decode(m, prompt_token, n_tokens, stream):
     def one_token(st):
         dec.step(m, st)
         st.synchronize()                      # wait for the token
-    step = labkit.graphed(one_token)
+    step = labkit.captured(one_token)
     step.capture(stream)                      # capture once, before decoding
     check(rt.cudaFree(scratch), "cudaFree")   # the graph is built: done with the scratch
     m.state["tok"] = labkit.to_device(np.array([prompt_token], np.int32))   # the prompt
@@ -785,7 +785,7 @@ def decode(m, prompt_token, n_tokens, stream):
 
     def one_token(st):
         dec.step(m, st)                       # bug 3 fixed: no synchronize inside the capture
-    step = labkit.graphed(one_token)
+    step = labkit.captured(one_token)
     step.capture(stream)                      # capture once, before decoding
     ex09.start(m, prompt_token)               # bug 1 fixed: copy INTO the captured buffers
     for _ in range(n_tokens):

@@ -62,7 +62,7 @@ def test_graph_and_eager_switch_give_the_same_buffers_for_a_capture_block():
     np.testing.assert_array_equal(results[0], results[1])
 
 
-def test_graphed_replays_its_capture_but_runs_the_function_again_when_eager():
+def test_captured_replays_its_capture_but_runs_the_function_again_when_eager():
     seen = []
     with labkit.Stream() as s:
         for on in (False, True):
@@ -72,7 +72,7 @@ def test_graphed_replays_its_capture_but_runs_the_function_again_when_eager():
             def body(st):
                 calls.append(1)
                 w.add_one[4, 256, st](x)
-            step = labkit.graphed(body)
+            step = labkit.captured(body)
             with labkit.eager(on):
                 for _ in range(3):
                     step(s)
@@ -145,10 +145,10 @@ def test_compare_outputs_needs_an_output():
             labkit.compare_outputs(lambda st: None, s, {})
 
 
-def test_graphed_capture_captures_without_launching_and_does_nothing_when_eager():
+def test_captured_capture_captures_without_launching_and_does_nothing_when_eager():
     x = _zeros()
     with labkit.Stream() as s:
-        step = labkit.graphed(lambda st: w.add_one[4, 256, st](x))
+        step = labkit.captured(lambda st: w.add_one[4, 256, st](x))
         step.capture(s)
         s.synchronize()
         assert x.copy_to_host()[0] == 0.0 and len(step.graph) == 1

@@ -1,7 +1,7 @@
 """Notebook 09's exercise: a broken graph decode with three planted bugs, and its check.
 
 The decode captures one step of the capstone's decoder (`labkit.course.decoder`) with
-`labkit.graphed` and replays it once per token. `broken_decode` carries three bugs a learner finds with the notebook's
+`labkit.captured` and replays it once per token. `broken_decode` carries three bugs a learner finds with the notebook's
 method: a sync inside the capture, a buffer freed while the executable still uses it, and a
 stale input (a name rebound instead of a copy into the captured buffer). `check_decode` runs a
 learner's ``decode(model, prompt_token, n_tokens, stream)`` on a fresh model and compares its
@@ -17,7 +17,7 @@ import ctypes
 import numpy as np
 
 from .. import decoder as dec
-from ..._eager import graphed
+from ..._eager import captured
 from ..._errors import CudaError, check
 from ..._kernel import to_device
 from ...backend import rt
@@ -97,7 +97,7 @@ def variant(stale_input=True, freed_buffer=True, sync_in_capture=True):
             dec.step(m, st)
             if sync_in_capture:
                 st.synchronize()
-        step = graphed(one_token)
+        step = captured(one_token)
         step.capture(stream)                    # captured once, before decoding
         if freed_buffer:
             check(rt.cudaFree(scratch), "cudaFree")      # "the graph is built: done with it"
