@@ -28,8 +28,8 @@ from ._prepared import prepare, PreparedLaunch, LaunchParams, launch_params
 from ._streams import Stream, Event, synchronize
 from ._graph import Graph, GraphExec, KernelNode, UpdateResult
 from ._capture import capture, fork
-from ._eager import (eager, graphs_are_eager, captured, Captured, EagerGraph, EagerExec,
-                     compare_outputs, Comparison)
+from ._eager import eager, graphs_are_eager, EagerGraph, EagerExec
+from ._captured import captured, Captured, compare_outputs, Comparison
 from .cache import GraphCache
 from ._graphed import graphed, Graphed
 from .conditional import (Body, Condition, ConditionalGraph, conditional_graph,

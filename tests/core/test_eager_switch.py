@@ -160,3 +160,19 @@ def test_captured_capture_captures_without_launching_and_does_nothing_when_eager
             step(s)
         s.synchronize()
     assert x.copy_to_host()[0] == 2.0
+
+
+def test_a_graphed_callable_runs_its_function_on_the_static_inputs_with_the_switch_on():
+    calls = []
+
+    def fn(st, a):
+        calls.append(1)
+        w.add_one[4, 256, st](a)
+        return a
+    g = labkit.graphed(fn, np.zeros(N, np.float32), warmup=1)
+    made = len(calls)                                   # the warm-up and the capture
+    out = g(np.full(N, 5.0, np.float32))
+    assert len(calls) == made and out.copy_to_host()[0] == 6.0    # a replay
+    with labkit.eager():
+        out = g(np.full(N, 7.0, np.float32))
+    assert len(calls) == made + 1 and out.copy_to_host()[0] == 8.0   # fn itself

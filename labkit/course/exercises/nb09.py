@@ -17,7 +17,7 @@ import ctypes
 import numpy as np
 
 from .. import decoder as dec
-from ..._eager import captured
+from ..._captured import captured
 from ..._errors import CudaError, check
 from ..._kernel import to_device
 from ...backend import rt
