@@ -9,8 +9,9 @@
 # %% [markdown]
 # # 09 — When a graph goes wrong
 #
-# **Prerequisites:** notebooks 02 (capture and its pitfalls), 05 (static buffers, who owns a
-# graph's memory) and 07 (the decoder).
+# **Prerequisites:** notebooks [02](02_stream_capture.ipynb) (capture and its pitfalls),
+# [05](05_graph_update.ipynb) (static buffers, who owns a graph's memory) and
+# [07](07_capstone_decode.ipynb) (the decoder).
 #
 # **Learning goals**
 #
@@ -66,7 +67,7 @@ def first_line(e):
 labkit.decoder_ring([900, 901, 904, 905, 907, 908, 910, 1, 700])
 
 # %% [markdown]
-# Notebook 02 showed 900 and 901 at length (a synchronize, a host array, an allocation, an
+# [Notebook 02](02_stream_capture.ipynb) showed 900 and 901 at length (a synchronize, a host array, an allocation, an
 # ignored error). Here each common row of the ring fails once, then runs with its fix. The
 # fixes are one line each: that is the point of knowing the code.
 
@@ -146,7 +147,8 @@ for broken, fixed in ring_rows:
 
 # %% [markdown]
 # The other rows have their own sections: 700 and 1 below (lifetimes, graph memory), 908 with
-# threads, 910 in notebook 05 ("A topology change makes the update fail").
+# threads, 910 in [notebook 05](05_graph_update.ipynb) ("A topology change makes the update
+# fail").
 #
 # **Takeaway:** read the code first; the ring gives the likely cause and the one-line fix.
 
@@ -158,10 +160,11 @@ for broken, fixed in ring_rows:
 #
 # 1. **Run it eagerly first**, through the same code, with graphs switched off. labkit has one
 #    switch: `LABKIT_GRAPHS=eager` in the environment (before you start Jupyter or Python), or
-#    `with labkit.eager():` around a block. Then `labkit.capture` records the labkit launches of
-#    its block instead of capturing them, an executable made from it makes those launches one by
-#    one, and `labkit.captured(fn)` calls `fn` eagerly at every call. If the eager run is wrong
-#    too, the bug is not the graph's.
+#    `with labkit.eager():` around a block. Then `labkit.captured(fn)` and `labkit.graphed`
+#    call their function eagerly at every call, and `labkit.capture` records the labkit
+#    launches of its block instead of capturing them (an executable made from it makes those
+#    launches one by one; a block cannot run again, so a function is the better form to
+#    compare). If the eager run is wrong too, the bug is not the graph's.
 # 2. **Compare every output buffer** of the graph run with the eager run:
 #    `labkit.compare_outputs(fn, stream, outputs, setup=...)` runs `fn(stream)` both ways from
 #    the same starting data and tells you which buffers differ, and where.
@@ -272,8 +275,8 @@ plt.show()
 # %% [markdown]
 # ## 3. Stale inputs and overwritten outputs
 #
-# Notebook 05 ("New data, same graph: static buffers" and "Who owns the memory a graph uses")
-# showed the first classic: a name rebound to a new array, while the graph still reads the
+# [Notebook 05](05_graph_update.ipynb) ("New data, same graph: static buffers" and "Who owns the
+# memory a graph uses") showed the first classic: a name rebound to a new array, while the graph still reads the
 # array it was captured with. Copy new data *into* the captured buffer instead. The eager switch
 # finds this bug, because eager code looks the name up again at each call:
 
@@ -294,7 +297,8 @@ double.close()
 # %% [markdown]
 # The other half: an **output overwritten by the next replay**. A replay writes into the same
 # output buffer every time. Keep a result by copying it out (to the host, or into a buffer of
-# your own) before the next launch; a reference to the buffer is not a copy.
+# your own) before the next launch; a reference to the buffer is not a copy. (`labkit.graphed`'s
+# static outputs behave the same: [notebook 10](10_frameworks_and_tools.ipynb).)
 
 # %%
 inp.copy_to_device(np.ones(N, np.float32))
@@ -372,7 +376,7 @@ else:
     print(labkit.CudaError(700, "cudaGraphLaunch"))
 
 # %% [markdown]
-# **numba's deferred frees.** Notebook 02 (pitfall 6) told the story: numba frees a collected
+# **numba's deferred frees.** [Notebook 02](02_stream_capture.ipynb) (pitfall 6) told the story: numba frees a collected
 # array later, at a moment of its choosing, and if that moment falls inside your capture the
 # `cuMemFree` is refused and the capture is lost. Underneath is one CUDA rule, shown here with
 # the runtime itself: a free inside a global-mode capture is refused (900) and invalidates it.
@@ -570,7 +574,8 @@ g_keep.close()
 # so the addresses the graph baked in stay reserved for it between replays, and no runtime
 # allocation happens inside the capture at all. Several graphs captured one after another can
 # share one pool (`torch.cuda.graph(pool=...)`), which is how vLLM keeps one graph per batch size
-# without one copy of the scratch memory per graph.
+# without one copy of the scratch memory per graph. `labkit.graphed` keeps its own buffers the
+# same way ([notebook 10](10_frameworks_and_tools.ipynb)).
 #
 # **Takeaway:** memory allocated in the capture belongs to the graph: free it in the graph (or
 # instantiate with AutoFreeOnLaunch), and watch the footprint.
@@ -709,7 +714,8 @@ print("the live matrix shows every rule above")
 # ## 7. Kernels compiled or loaded inside a capture
 #
 # numba compiles a kernel at its first launch, and the driver loads its module then (lazy
-# loading, the default on Linux since CUDA 12.2). Notebook 02 ("Why warm up first") timed that
+# loading, the default on Linux since CUDA 12.2). [Notebook 02](02_stream_capture.ipynb) ("Why
+# warm up first") timed that
 # first launch. Inside a capture it costs you twice: the compilation's time lands in the
 # capture, and some of the work around it may be a call the capture refuses. Drivers older than
 # CUDA 12.3 could not load a module while a stream captured at all, so a kernel's first launch
