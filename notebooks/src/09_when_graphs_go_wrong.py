@@ -67,9 +67,9 @@ def first_line(e):
 labkit.decoder_ring([900, 901, 904, 905, 907, 908, 910, 1, 700])
 
 # %% [markdown]
-# [Notebook 02](02_stream_capture.ipynb) showed 900 and 901 at length (a synchronize, a host array, an allocation, an
-# ignored error). Here each common row of the ring fails once, then runs with its fix. The
-# fixes are one line each: that is the point of knowing the code.
+# [Notebook 02](02_stream_capture.ipynb) showed 900 and 901 at length (a synchronize, a host
+# array, an allocation, an ignored error). Here each common row of the ring fails once, then runs
+# with its fix. The fixes are one line each: that is the point of knowing the code.
 
 # %%
 def sync_inside():                    # 900: wait for work that is only recorded
@@ -276,9 +276,9 @@ plt.show()
 # ## 3. Stale inputs and overwritten outputs
 #
 # [Notebook 05](05_graph_update.ipynb) ("New data, same graph: static buffers" and "Who owns the
-# memory a graph uses") showed the first classic: a name rebound to a new array, while the graph still reads the
-# array it was captured with. Copy new data *into* the captured buffer instead. The eager switch
-# finds this bug, because eager code looks the name up again at each call:
+# memory a graph uses") showed the first classic: a name rebound to a new array, while the graph
+# still reads the array it was captured with. Copy new data *into* the captured buffer instead. The
+# eager switch finds this bug, because eager code looks the name up again at each call:
 
 # %%
 inp = labkit.to_device(np.ones(N, np.float32))
@@ -376,9 +376,9 @@ else:
     print(labkit.CudaError(700, "cudaGraphLaunch"))
 
 # %% [markdown]
-# **numba's deferred frees.** [Notebook 02](02_stream_capture.ipynb) (pitfall 6) told the story: numba frees a collected
-# array later, at a moment of its choosing, and if that moment falls inside your capture the
-# `cuMemFree` is refused and the capture is lost. Underneath is one CUDA rule, shown here with
+# **numba's deferred frees.** [Notebook 02](02_stream_capture.ipynb) (pitfall 6) told the story:
+# numba frees a collected array later, at a moment of its choosing, and if that moment falls
+# inside your capture the `cuMemFree` is refused and the capture is lost. Underneath is one CUDA rule, shown here with
 # the runtime itself: a free inside a global-mode capture is refused (900) and invalidates it.
 
 # %%
@@ -429,7 +429,8 @@ if labkit.backend == "cuda":
         garbage = [cuda.device_array(16) for _ in range(12)]  # to be collected mid-capture
         ctx = cuda.defer_cleanup() if hold else _nothing()
         with ctx:
-            check(rt.cudaStreamBeginCapture(h, rt.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal))
+            check(rt.cudaStreamBeginCapture(
+                h, rt.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal))
             add_one.dispatcher[GRID, BLOCK, ns](d)
             del garbage[:]                                     # numba queues 12 frees...
             gc.collect()
@@ -700,7 +701,8 @@ for mode in MODES:
           [where for where in WHERES if allowed("cudaMalloc", mode, where)])
 assert [allowed("cudaMalloc", m, "capturing") for m in MODES] == [False, False, True]
 assert [allowed("cudaMalloc", m, "other") for m in MODES] == [False, True, True]
-assert all(allowed("cudaMalloc", m, w) for m in MODES for w in ("capturing_relaxed", "other_relaxed"))
+assert all(allowed("cudaMalloc", m, w) for m in MODES
+           for w in ("capturing_relaxed", "other_relaxed"))
 assert not any(allowed(c, m, w) for m in MODES for w in WHERES
                for c in ("cudaStreamSynchronize(capturing)", "cudaEventQuery(captured)",
                          "cudaDeviceSynchronize"))
@@ -713,16 +715,16 @@ print("the live matrix shows every rule above")
 # %% [markdown]
 # ## 7. Kernels compiled or loaded inside a capture
 #
-# numba compiles a kernel at its first launch, and the driver loads its module then (lazy
-# loading, the default on Linux since CUDA 12.2). [Notebook 02](02_stream_capture.ipynb) ("Why
-# warm up first") timed that
-# first launch. Inside a capture it costs you twice: the compilation's time lands in the
-# capture, and some of the work around it may be a call the capture refuses. Drivers older than
-# CUDA 12.3 could not load a module while a stream captured at all, so a kernel's first launch
+# numba compiles a kernel at its first launch, and the driver loads its module then (lazy loading,
+# the default on Linux since CUDA 12.2). [Notebook 02](02_stream_capture.ipynb) ("Why warm up
+# first") timed that first launch. Inside a capture it costs you twice: the compilation's time lands
+# in the capture, and some of the work around it may be a call the capture refuses. Drivers older
+# than CUDA 12.3 could not load a module while a stream captured at all, so a kernel's first launch
 # inside a capture failed; libraries worked around it by loading every module before capturing
-# (NVIDIA Warp still does on such drivers: `warp.config.enable_graph_capture_module_load_by_default`).
-# Newer drivers load it during the capture. The rule that works everywhere: **run every kernel
-# once, eagerly, before you capture** (the decoder's `capture_step` does: one eager step first).
+# (NVIDIA Warp still does on such drivers:
+# `warp.config.enable_graph_capture_module_load_by_default`). Newer drivers load it during the
+# capture. The rule that works everywhere: **run every kernel once, eagerly, before you capture**
+# (the decoder's `capture_step` does: one eager step first).
 #
 # ## Summary
 #

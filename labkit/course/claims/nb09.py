@@ -17,7 +17,8 @@ def footprint_holds_the_allocation(used_before, used_live, nbytes):
 
 @claim("after the free, cudaDeviceGraphMemTrim gives the reserved memory back",
        why="an executable with a live allocation still holds its memory, or the driver keeps "
-           "some reserve it does not trim", look="the footprint bars above: 'reserved' after the trim")
+           "some reserve it does not trim",
+       look="the footprint bars above: 'reserved' after the trim")
 def trim_gives_back_what_is_unused(reserved_before_trim, reserved_after_trim):
     return reserved_after_trim < reserved_before_trim, (
         f"reserved {reserved_before_trim} B before the trim, {reserved_after_trim} B after")

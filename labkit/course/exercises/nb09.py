@@ -1,14 +1,17 @@
 """Notebook 09's exercise: a broken graph decode with three planted bugs, and its check.
 
 The decode captures one step of the capstone's decoder (`labkit.course.decoder`) with
-`labkit.captured` and replays it once per token. `broken_decode` carries three bugs a learner finds with the notebook's
-method: a sync inside the capture, a buffer freed while the executable still uses it, and a
-stale input (a name rebound instead of a copy into the captured buffer). `check_decode` runs a
-learner's ``decode(model, prompt_token, n_tokens, stream)`` on a fresh model and compares its
+`labkit.captured` and replays it once per token. `broken_decode` carries three bugs a learner
+finds with the notebook's method: a sync inside the capture, a buffer freed while the
+executable still uses it, and a stale input (a name rebound instead of a copy into the captured
+buffer). `check_decode` runs a learner's ``decode(model, prompt_token, n_tokens, stream)`` on a fresh model and compares its
 tokens with numpy's (`labkit.course.decoder.reference_generate`).
 
 ``variant(...)`` builds the decode with any subset of the bugs fixed: the tests prove the check
-rejects each partially fixed version.
+rejects each partially fixed version. On the simulator the freed buffer is always caught (its
+replay is ``cudaErrorIllegalAddress``); on a GPU a replay into freed memory is undefined: a
+sticky 700, or reads and writes that happen to work, so there only the other two bugs are
+caught for certain.
 """
 from __future__ import annotations
 
