@@ -378,8 +378,9 @@ else:
 # %% [markdown]
 # **numba's deferred frees.** [Notebook 02](02_stream_capture.ipynb) (pitfall 6) told the story:
 # numba frees a collected array later, at a moment of its choosing, and if that moment falls
-# inside your capture the `cuMemFree` is refused and the capture is lost. Underneath is one CUDA rule, shown here with
-# the runtime itself: a free inside a global-mode capture is refused (900) and invalidates it.
+# inside your capture the `cuMemFree` is refused and the capture is lost. Underneath is one CUDA
+# rule, shown here with the runtime itself: a free inside a global-mode capture is refused (900)
+# and invalidates it.
 
 # %%
 p = check(rt.cudaMalloc(4096), "cudaMalloc")

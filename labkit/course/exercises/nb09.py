@@ -4,8 +4,8 @@ The decode captures one step of the capstone's decoder (`labkit.course.decoder`)
 `labkit.captured` and replays it once per token. `broken_decode` carries three bugs a learner
 finds with the notebook's method: a sync inside the capture, a buffer freed while the
 executable still uses it, and a stale input (a name rebound instead of a copy into the captured
-buffer). `check_decode` runs a learner's ``decode(model, prompt_token, n_tokens, stream)`` on a fresh model and compares its
-tokens with numpy's (`labkit.course.decoder.reference_generate`).
+buffer). `check_decode` runs a learner's ``decode(model, prompt_token, n_tokens, stream)`` on
+a fresh model and compares its tokens with numpy's (`labkit.course.decoder.reference_generate`).
 
 ``variant(...)`` builds the decode with any subset of the bugs fixed: the tests prove the check
 rejects each partially fixed version. On the simulator the freed buffer is always caught (its
