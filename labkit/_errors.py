@@ -70,8 +70,8 @@ def _cause_and_fix(hint: str) -> tuple[str, str]:
 class DecoderRing:
     """The table error -> likely cause -> fix, one row per code labkit has a hint for.
 
-    ``rows``: (code, name, likely cause, fix). Shown as a table in a notebook; ``str()`` is
-    the same table in Markdown."""
+    ``rows``: (code, name, likely cause, fix). Shown as an HTML table in a notebook; ``str()``
+    is the same table in Markdown."""
 
     def __init__(self, rows):
         self.rows = rows
@@ -84,6 +84,18 @@ class DecoderRing:
 
     def _repr_markdown_(self):
         return str(self)
+
+    def _repr_html_(self):
+        """The table as HTML: what a notebook and the course site show."""
+        from html import escape
+        top = ' style="vertical-align: top; text-align: left; overflow-wrap: anywhere"'
+        cols = "".join(f'<col style="width: {w}%">' for w in (28, 32, 40))
+        head = f"<tr><th{top}>error</th><th{top}>likely cause</th><th{top}>fix</th></tr>"
+        body = "".join(f'<tr><td{top}><code style="word-break: break-all">{escape(name)}</code> '
+                       f"({code})</td><td{top}>{escape(cause)}</td><td{top}>{escape(fix)}</td></tr>"
+                       for code, name, cause, fix in self.rows)
+        return (f'<table class="decoder-ring" style="table-layout: fixed; width: 100%">'
+                f"{cols}{head}{body}</table>")
 
     def __repr__(self):
         return f"<labkit.DecoderRing {len(self.rows)} errors>"

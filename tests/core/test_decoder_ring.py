@@ -1,4 +1,6 @@
 """The decoder ring (error -> likely cause -> fix) is made from labkit's hints, and stays so."""
+from html import escape
+
 import pytest
 
 import labkit
@@ -19,6 +21,10 @@ def test_each_row_of_the_ring_is_its_errors_hint_and_name():
         assert name == labkit.CudaError(code).name
         assert f"| `{name}` ({code}) | {cause} | {fix} |" in str(ring)
     assert ring._repr_markdown_() == str(ring)
+    html = ring._repr_html_()
+    for code, name, cause, fix in ring.rows:
+        assert f">{name}</code> ({code})</td>" in html
+        assert f">{escape(cause)}</td>" in html and f">{escape(fix)}</td></tr>" in html
 
 
 def test_the_ring_keeps_the_order_asked_for_and_refuses_a_code_without_a_hint():
