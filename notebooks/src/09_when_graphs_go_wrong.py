@@ -419,6 +419,7 @@ cap.graph.close()
 
 # %%
 if labkit.backend == "cuda":
+    import contextlib
     from numba import cuda
 
     def plain_numba_capture(hold):
@@ -428,7 +429,7 @@ if labkit.backend == "cuda":
         add_one.dispatcher[GRID, BLOCK, ns](d)                 # warm: compiled, loaded
         ns.synchronize()
         garbage = [cuda.device_array(16) for _ in range(12)]  # to be collected mid-capture
-        ctx = cuda.defer_cleanup() if hold else _nothing()
+        ctx = cuda.defer_cleanup() if hold else contextlib.nullcontext()
         with ctx:
             check(rt.cudaStreamBeginCapture(
                 h, rt.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal))
@@ -442,8 +443,6 @@ if labkit.backend == "cuda":
             rt.cudaGraphDestroy(graph)
         return err
 
-    import contextlib
-    _nothing = contextlib.nullcontext
     for hold in (False, True):
         try:
             print(f"{'with' if hold else 'without'} cuda.defer_cleanup(): the capture ends with",

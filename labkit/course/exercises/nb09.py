@@ -136,7 +136,7 @@ def check_decode(decode, stream) -> np.ndarray:
         if e.code in (900, 901):
             raise AssertionError(
                 f"the capture failed with {e.name} ({e.code}): a call inside the capture is "
-                "one a capture refuses. Which line of the capture block waits for work that "
+                "one a capture refuses. Which line of the captured code waits for work that "
                 "has only been recorded?") from None
         if e.code == 700:
             raise AssertionError(
