@@ -263,7 +263,7 @@ def launcher(k, grid, block, stream, owner=None):
         err = _hooks.launch(func, grid, block, tuple(_param(a) for a in args), stream, cost)
         if int(err):
             raise CudaError(err, f"launching {name}")
-    return eager_launch(k, owner, submit)
+    return eager_launch(k, owner, submit, grid, block)
 
 
 def _dim3(d):
