@@ -47,11 +47,11 @@ stream = labkit.Stream()
 # graph that was never uploaded pays the upload at its first launch. We time the first call and
 # the later ones separately with `labkit.host_us`.
 #
-# The kernel below is new to this process, so on a GPU its first call includes the compilation
-# and comes out many times dearer than a steady one. The simulator does not compile the kernel;
-# how much dearer its first request comes out depends on the first-use costs its host model
-# charges. Either way, read your own two figures: the first request is never a sample of the
-# steady state.
+# The kernel below is new to this process, so its first call includes the compilation and the
+# module load, and comes out many times dearer than a steady one. On a GPU that is measured; the
+# simulator compiles nothing, but charges a kernel's first launch as a GPU pays it (unless its host
+# model is switched to the exact one, `LABKIT_SIM_NOISE=0`). Either way, read your own two
+# figures: the first request is never a sample of the steady state.
 
 # %%
 def _bump_ref(grid, block, x):
@@ -460,10 +460,10 @@ plt.show()
 #   naive blocks can agree with the rounds; nothing in them tells you whether that run was a
 #   quiet one, and the rounds do.
 #
-# On the simulator the host is a model, steadier than a real one: its lines may come out flat or
-# wobble only a little. They show the method; a real host shows why it is needed. Here is one:
-# the rounds of the packaged calibration's chain benchmark, measured on a GPU server, one round
-# every few seconds, drawn as they were measured (this cell reads a file; it measures nothing).
+# On the simulator the host is a model: its seeded warm-up and jitter move the rounds as a real
+# host's slow stretches do, though not from the same causes. Here is a real host: the rounds of
+# the packaged calibration's chain benchmark, measured on a GPU server, one round every few
+# seconds, drawn as they were measured (this cell reads a file; it measures nothing).
 
 # %%
 import json
