@@ -96,7 +96,6 @@ def pre_spawn_hook(course: str | os.PathLike):
 
     def hook(spawner):
         home = getattr(spawner, "home_dir", None) or os.path.expanduser(f"~{spawner.user.name}")
-        os.makedirs(home, exist_ok=True)
         copy_course(course, home)
 
     return hook

@@ -89,6 +89,7 @@ class LocalHub:
         self.log_path = self.workdir / "jupyterhub.log"
         self.proc: subprocess.Popen | None = None
         self._seen: dict[int, psutil.Process] = {}
+        self._commands: dict[int, str] = {}
         self.api = requests.Session()
         self.api.headers["Authorization"] = f"token {self.token}"
         self._watching = threading.Event()
@@ -159,7 +160,12 @@ class LocalHub:
             return
         try:
             for p in psutil.Process(self.proc.pid).children(recursive=True):
-                self._seen.setdefault(p.pid, p)
+                if p.pid not in self._seen:
+                    self._seen[p.pid] = p
+                    try:
+                        self._commands[p.pid] = " ".join(p.cmdline())
+                    except psutil.Error:
+                        self._commands[p.pid] = p.name()
         except psutil.NoSuchProcess:
             pass
 
@@ -169,6 +175,11 @@ class LocalHub:
         while self._watching.is_set() and self.proc is not None:
             self._note_processes()
             time.sleep(0.5)
+
+    def started(self) -> dict[psutil.Process, str]:
+        """Every process the hub was seen to start, running or not, with its command line."""
+        self._note_processes()
+        return {p: self._commands[pid] for pid, p in self._seen.items()}
 
     def processes(self) -> list[psutil.Process]:
         """Every process the hub has started that is still running (proxy, servers, kernels...)."""
@@ -190,7 +201,7 @@ class LocalHub:
                 self.proc.wait(10)
         gone, alive = psutil.wait_procs([p for p in self._seen.values() if p.is_running()],
                                         timeout=15)
-        left = [f"{p.pid} ({' '.join(p.cmdline()[:3])})" for p in alive if p.is_running()]
+        left = [f"{p.pid} ({self._commands[p.pid][:80]})" for p in alive if p.is_running()]
         for p in alive:
             try:
                 p.kill()
@@ -225,21 +236,23 @@ class LocalHub:
     def start_server(self, name: str, timeout: float = 180) -> str:
         """Start ``name``'s server through the REST API; return a token for it once it is ready."""
         r = self.api.post(f"{self.url}/hub/api/users/{name}/server", timeout=timeout)
-        if r.status_code not in (201, 202, 400):   # 400: already running
-            raise HubError(f"learner {name}'s server failed to start: "
-                           f"{_message(r)}; the hub's log: {self.log_path}")
         if r.status_code == 202:
             self._wait_ready(name, timeout)
+        elif r.status_code not in (201, 400):   # 400: already running
+            # A start that fails at once answers 500 with no reason; the spawn's progress says it.
+            self._wait_ready(name, timeout, fallback=_message(r))
         self._note_processes()
         r = self.api.post(f"{self.url}/hub/api/users/{name}/tokens", timeout=30,
                           json={"note": "course try-out", "expires_in": 86400})
         r.raise_for_status()
         return r.json()["token"]
 
-    def _wait_ready(self, name: str, timeout: float) -> None:
+    def _wait_ready(self, name: str, timeout: float, fallback: str | None = None) -> None:
         with self.api.get(f"{self.url}/hub/api/users/{name}/server/progress", stream=True,
                           timeout=timeout) as r:
-            r.raise_for_status()
+            if not r.ok:
+                raise HubError(f"learner {name}'s server failed to start: "
+                               f"{fallback or _message(r)}; the hub's log: {self.log_path}")
             for line in r.iter_lines(decode_unicode=True):
                 self._note_processes()
                 if not line or not line.startswith("data:"):
