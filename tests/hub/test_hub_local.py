@@ -8,9 +8,11 @@ notebook in a learner's Jupyter server without the hub.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from hub.links import nbgitpuller_link
 from hub.local import HubError, LocalHub, proxy_missing
 
 pytestmark = pytest.mark.skipif(proxy_missing() is not None, reason=str(proxy_missing()))
@@ -28,8 +30,7 @@ def test_three_learners_run_notebook_00_in_their_own_kernels_and_nothing_is_left
         assert hub.services() == ["course-driver", "idle-culler"]
         with pytest.raises(HubError, match=r"^learner 'ada' could not log in \(HTTP 403\)"):
             hub.login("ada", password="not the room's password")
-        for name in LEARNERS + ["broken"]:
-            hub.login(name)
+        browsers = {name: hub.login(name) for name in LEARNERS + ["broken"]}
         with ThreadPoolExecutor(len(LEARNERS)) as pool:
             tokens = dict(zip(LEARNERS, pool.map(hub.start_server, LEARNERS)))
         with pytest.raises(HubError, match=r"^learner broken's server failed to start: .*"
@@ -38,6 +39,15 @@ def test_three_learners_run_notebook_00_in_their_own_kernels_and_nothing_is_left
         with ThreadPoolExecutor(len(LEARNERS)) as pool:
             runs = dict(zip(LEARNERS, pool.map(
                 lambda n: hub.run(n, tokens[n], NOTEBOOK), LEARNERS)))
+        # An nbgitpuller link leads a logged-in learner to their own server's git-pull.
+        link = nbgitpuller_link(hub.url, "https://example.org/cuda-graphs-lab", "00_setup")
+        r = browsers["ada"].get(link, allow_redirects=False, timeout=30)
+        assert r.status_code == 302, r.status_code
+        where = urlparse(r.headers["Location"])
+        if where.path.startswith("/hub/spawn/"):    # the hub starts the server first, then goes on
+            where = urlparse(parse_qs(where.query)["next"][0])
+        assert where.path.endswith("/user/ada/git-pull"), where
+        assert parse_qs(where.query)["urlpath"] == ["lab/tree/cuda-graphs-lab/notebooks/00_setup.ipynb"]
         for name in LEARNERS:
             assert (hub.home(name) / "cuda-graphs-lab/notebooks/00_setup.ipynb").is_file()
             text = runs[name].text()

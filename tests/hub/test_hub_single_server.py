@@ -9,18 +9,21 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import parse_qs, urlparse
 
 import psutil
 import pytest
 import requests
 
 from hub.course import copy_course
+from hub.links import nbgitpuller_link
 from hub.remote import NotebookFailed, run_notebook
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,6 +112,36 @@ def test_a_notebook_missing_from_the_learners_home_asks_whether_the_course_was_c
     with pytest.raises(NotebookFailed, match=r"has no notebook 'nowhere/00_setup\.ipynb': was the "
                                              r"course copied"):
         run_notebook(server["url"], server["token"], "nowhere/00_setup.ipynb")
+
+
+def test_an_nbgitpuller_link_pulls_the_course_and_opens_a_notebook_that_is_there(server, tmp_path):
+    # A course repository on this machine (file://), cloned by the learner's nbgitpuller.
+    repo = tmp_path / "course-repo"
+    shutil.copytree(ROOT / "notebooks", repo / "notebooks",
+                    ignore=shutil.ignore_patterns("src", "__pycache__", ".ipynb_checkpoints"))
+    git = ["git", "-C", str(repo), "-c", "user.name=course", "-c", "user.email=course@localhost"]
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    subprocess.run(git + ["add", "."], check=True)
+    subprocess.run(git + ["commit", "-qm", "the course"], check=True)
+    link = nbgitpuller_link("https://hub.invalid", f"file://{repo}", "01_eager_launches")
+    query = {k: v[0] for k, v in parse_qs(urlparse(link).query).items()}
+    assert urlparse(link).path == "/hub/user-redirect/git-pull"
+    with requests.get(f"{server['url']}/git-pull/api", stream=True, timeout=120,
+                      params={"repo": query["repo"], "branch": query["branch"]},
+                      headers={"Authorization": f"token {server['token']}"}) as r:
+        events = [json.loads(line[len("data:"):]) for line in r.iter_lines(decode_unicode=True)
+                  if line and line.startswith("data:")]
+    assert events and events[-1]["phase"] == "finished", events[-3:]
+    opened = query["urlpath"].removeprefix("lab/tree/")
+    assert opened == "course-repo/notebooks/01_eager_launches.ipynb"
+    assert (server["home"] / opened).is_file()
+
+
+def test_a_link_for_something_that_is_not_a_notebook_is_refused():
+    with pytest.raises(ValueError, match=r"^'eager' is not a course notebook's name"):
+        nbgitpuller_link("https://hub.example.org", "https://example.org/course", "eager")
+    with pytest.raises(ValueError, match=r"^the hub address 'hub\.example\.org' is not a URL"):
+        nbgitpuller_link("hub.example.org", "https://example.org/course", "00_setup")
 
 
 def test_the_server_leaves_no_kernel_running_once_stopped(server):
