@@ -80,3 +80,17 @@ def test_a_learner_server_that_cannot_start_is_reported_with_the_hubs_reason():
         with pytest.raises(HubError, match=r"^learner ada's server failed to start: .*"
                                            r"/nonexistent/jupyterhub-singleuser"):
             hub.start_server("ada")
+
+
+def test_the_capacity_benchmark_prints_learners_per_core_and_a_rooms_size():
+    import io
+
+    from hub.bench import bench
+
+    out = io.StringIO()
+    result = bench(max_learners=1, notebook=NOTEBOOK, out=out)
+    text = out.getvalue()
+    assert [r["learners"] for r in result["rounds"]] == [1]
+    assert result["learners_per_core"] == 1 / result["cores"]
+    assert "learners per core: " in text and "a room of 30: " in text, text
+    assert 100 < result["mib_per_learner"] < 4096, result
