@@ -94,3 +94,16 @@ def test_the_capacity_benchmark_prints_learners_per_core_and_a_rooms_size():
     assert result["learners_per_core"] == 1 / result["cores"]
     assert "learners per core: " in text and "a room of 30: " in text, text
     assert 100 < result["mib_per_learner"] < 4096, result
+
+
+def test_the_instructors_check_names_a_wrong_course_path_and_exits_non_zero(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run([sys.executable, "-m", "hub", "check", "--course", str(tmp_path / "nowhere")],
+                         cwd=root, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1
+    assert run.stderr.startswith("hub check failed: the hub did not start"), run.stderr
+    assert f"COURSE_HUB_COURSE='{tmp_path / 'nowhere'}' does not exist" in run.stderr
