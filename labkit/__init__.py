@@ -23,11 +23,13 @@ from . import backend as _be
 from ._errors import CudaError, check, hint_for
 from ._handles import stream_handle
 from ._kernel import kernel, Kernel, to_device, device_array, pinned_array
+from ._mapped import MappedArray, mapped_array
 from ._prepared import prepare, PreparedLaunch, LaunchParams, launch_params
 from ._streams import Stream, Event, synchronize
 from ._graph import Graph, GraphExec, KernelNode, UpdateResult
 from ._capture import capture, fork
 from .cache import GraphCache
+from ._graphed import graphed, Graphed
 from .conditional import (Body, Condition, ConditionalGraph, conditional_graph,
                           conditional_in_capture, set_condition)
 
@@ -61,12 +63,13 @@ cpu_us = _be.cpu_us
 __all__ = [
     "backend", "backend_error", "backend_reason", "rt", "check", "CudaError", "hint_for",
     "kernel", "Kernel", "to_device", "device_array", "pinned_array", "stream_handle",
+    "MappedArray", "mapped_array",
     "Stream", "Event", "synchronize", "capture", "fork", "Graph", "GraphExec", "KernelNode",
     "UpdateResult", "host_us", "cpu_us", "device_name", "provenance", "GraphCache",
     "prepare", "PreparedLaunch", "LaunchParams", "launch_params", "timing", "plot",
     "expect", "ClaimFailed", "BackendName",
     "Condition", "Body", "ConditionalGraph", "conditional_graph", "conditional_in_capture",
-    "set_condition",
+    "set_condition", "graphed", "Graphed",
 ]
 
 # Public names for what lives in labkit.measure (above this core), imported when first asked for.

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 
-from . import _capstack, _hostspans
+from . import _capstack, _hostspans, _nvtx
 from ._errors import CudaError, check
 from ._graph import Graph
 from ._handles import stream_handle
@@ -59,13 +59,12 @@ def capture(stream, mode: str = "global"):
         raise ValueError(f"mode must be one of {sorted(_MODES)}, got {mode!r}")
     h = stream_handle(stream)
     if h in (0, 1):
+        # the same error and hint as the raw cudaStreamBeginCapture(0, ...) through check()
         raise CudaError(rt.cudaError_t.cudaErrorStreamCaptureUnsupported,
-                        "cudaStreamBeginCapture on the legacy NULL stream",
-                        hint="the legacy NULL stream cannot be captured: create a stream "
-                             "(labkit.Stream()) and capture that")
+                        "cudaStreamBeginCapture on the legacy NULL stream")
     rt.cudaGetLastError()   # start clean, so a later error is this capture's own
     # numba must not free device memory (cuMemFree) while the capture is open: see frees_held
-    with frees_held():
+    with _nvtx.phase("capture"), frees_held():
         err, = rt.cudaStreamBeginCapture(h, _MODES[mode])
         if int(err):
             _refuse_begin(err, h)

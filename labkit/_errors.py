@@ -21,10 +21,12 @@ _HINTS = {
     600: "the work is not finished yet; this is a status, not a failure: synchronize or poll again",
     700: "a kernel accessed memory it must not: check indices against array sizes, and that no "
          "graph replays into a freed buffer",
-    900: "this call is not allowed while a stream is capturing (a synchronize, a query, a "
-         "synchronous copy, an allocation, the legacy NULL stream, or numba copying a host "
-         "array): move it before cudaStreamBeginCapture or after cudaStreamEndCapture, capture "
-         "a stream you created, and pass device arrays",
+    900: "this call is not allowed on a capturing stream (or in this capture's mode). Usual "
+         "causes: the legacy NULL stream 0 (capture a stream you created, labkit.Stream()); a "
+         "synchronize or query of the capturing stream (do it after cudaStreamEndCapture); an "
+         "allocation or free in global mode (do it before the capture); a numpy array passed "
+         "to a numba kernel (numba would allocate a temporary device buffer: pass device "
+         "arrays). A refused call inside a capture also invalidates it",
     901: "the capture was invalidated by an earlier illegal call inside it; the graph is lost. "
          "End the capture, fix the call that failed first (often a synchronize or a host array), "
          "and capture again",

@@ -11,7 +11,7 @@ import tempfile
 
 import numpy as np
 
-from . import _hostspans
+from . import _hostspans, _nvtx
 from ._errors import CudaError, check
 from ._handles import Handle, stream_handle
 from ._kernel import python_name
@@ -120,7 +120,9 @@ class Graph(Handle):
 
     def instantiate(self, upload_stream=None) -> "GraphExec":
         """Instantiate into an executable graph (optionally uploading it to ``upload_stream``)."""
-        ex = GraphExec(check(rt.cudaGraphInstantiate(self._open(), 0), "cudaGraphInstantiate"), self)
+        with _nvtx.phase("instantiate"):
+            ex = GraphExec(check(rt.cudaGraphInstantiate(self._open(), 0), "cudaGraphInstantiate"),
+                           self)
         if upload_stream is not None:
             ex.upload(upload_stream)
         return ex
@@ -185,19 +187,22 @@ class GraphExec(Handle):
             self._stream_h = h if h is not None and not isinstance(stream, int) else stream_handle(stream)
             self._stream = stream
         rec = _hostspans.active     # a timeline is open: this launch is a span of its CPU row
+        _nvtx.push("launch")
         if rec is None:
             err, = rt.cudaGraphLaunch(self.handle, self._stream_h)
         else:
             t0 = rec.now()
             err, = rt.cudaGraphLaunch(self.handle, self._stream_h)
             rec.add_graph(t0, self)
+        _nvtx.pop()
         if err:
             self._open()       # a closed executable says so, not "invalid argument"
             raise CudaError(err, "cudaGraphLaunch")
 
     def upload(self, stream):
         """Upload the executable ahead of its first launch, so that launch is not slower."""
-        check(rt.cudaGraphUpload(self._open(), stream_handle(stream)), "cudaGraphUpload")
+        with _nvtx.phase("upload"):
+            check(rt.cudaGraphUpload(self._open(), stream_handle(stream)), "cudaGraphUpload")
 
     def update(self, graph: Graph) -> UpdateResult:
         """Update in place from ``graph`` (same topology, new parameters).
@@ -205,7 +210,8 @@ class GraphExec(Handle):
         On failure (e.g. a node added) nothing changes: the old executable still works, and
         the result says why, so the caller can instantiate ``graph`` instead.
         """
-        err, info = rt.cudaGraphExecUpdate(self._open(), graph._open())
+        with _nvtx.phase("update"):
+            err, info = rt.cudaGraphExecUpdate(self._open(), graph._open())
         rt.cudaGetLastError()
         if int(err) == 0:
             # Nodes keep the names of the graph this was instantiated from, even after an update.
@@ -306,7 +312,9 @@ class KernelNode:
         if self.exec.handle is None:
             raise ValueError("this executable graph was closed: make a new handle from an open "
                              "GraphExec")
+        _nvtx.push("update")
         err, = self._set()
+        _nvtx.pop()
         if err:
             raise CudaError(err, "setting a kernel node's parameters in the executable graph")
         self._bound[self.index] = self.params

@@ -1,6 +1,7 @@
 """Conditional nodes: loops and branches that the GPU decides, inside one graph launch.
 
-Since CUDA 12.4 a graph may hold conditional nodes (IF, IF/ELSE, WHILE, SWITCH). Each has a
+Since CUDA 12.4 a graph may hold conditional nodes IF and WHILE; since CUDA 12.8 also IF/ELSE
+(an IF with a second body) and SWITCH. Each has a
 *condition* (a ``cudaGraphConditionalHandle``) whose value a kernel sets on the device with
 ``cudaGraphSetConditional``; the node then runs one of its *body* graphs, or none, or (WHILE)
 runs its body again for as long as the value is not 0. No host round trip is involved.
@@ -21,9 +22,10 @@ function: on a GPU a declared foreign function (``cuda.declare_device``) whose C
 ``labkit/_set_condition.cu``, numba compiles and links by itself; on the simulator a Python
 function that sets the simulated handle (numba's simulator runs kernels as Python).
 
-Rules (measured on an H200, pinned by tests/conformance/test_conditional.py): a body may hold
-kernels, copies, memsets, events, child graphs and conditionals, not host functions or memory
-allocations; each condition drives one node; with ``assign_default=True`` every launch starts
+Rules (CUDA's documentation of ``cudaConditionalNodeParams``, and measured on an H200, pinned by
+tests/conformance/test_conditional.py): a body may hold kernels, empty nodes, copies, memsets,
+child graphs and conditionals, not host functions or memory allocations (an event recorded
+while capturing into a body adds no node to it); each condition drives one node; with ``assign_default=True`` every launch starts
 from the default, without it a value set on the device carries into the next launch.
 """
 from __future__ import annotations
@@ -43,7 +45,7 @@ __all__ = ["Condition", "Body", "ConditionalGraph", "conditional_graph", "condit
            "set_condition", "SET_CONDITION_CU", "BODY_RULE"]
 
 SET_CONDITION_CU = Path(__file__).with_name("_set_condition.cu")
-BODY_RULE = ("a conditional body may hold kernels, copies, memsets, events, child graphs and "
+BODY_RULE = ("a conditional body may hold kernels, empty nodes, copies, memsets, child graphs and "
              "conditionals only")
 
 _NT = rt.cudaGraphNodeType

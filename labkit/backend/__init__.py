@@ -6,6 +6,8 @@
 package passes its names on. Everything above this package is the same code on both backends.
 The eager launch's shared part (span, closed-stream check, keep-alive) is `_launch`; numba's
 private internals sit in `_numba_kernel`, pinned to the numba-cuda versions they are known in.
+Mapped host memory (`mapped_array`, `watch_launch`, `counter_arrivals`) lets a running graph
+publish to the host, as notebook 08's streaming loop does.
 
 ``labkit.backend``, the attribute, is the backend's *name* ("cuda" or "sim": public API since
 the first notebook), a `labkit.BackendName` through which this package's names stay reachable:
@@ -18,6 +20,7 @@ import sys
 from ._choose import BackendError, choose
 
 __all__ = ["name", "reason", "error", "is_gpu", "rt", "to_device", "device_array", "pinned_array",
+           "mapped_array", "watch_launch", "counter_arrivals",
            "launcher", "bare_launch", "KernelParams", "host_us", "cpu_us", "start_trace", "stop_trace",
            "provenance", "course_size", "kernel_node_name", "stream_trace_id", "frees_held",
            "make_set_condition",
@@ -48,6 +51,9 @@ rt = _impl.rt
 to_device = _impl.to_device
 device_array = _impl.device_array
 pinned_array = _impl.pinned_array
+mapped_array = _impl.mapped_array
+watch_launch = _impl.watch_launch
+counter_arrivals = _impl.counter_arrivals
 launcher = _impl.launcher
 bare_launch = _impl.bare_launch
 KernelParams = _impl.KernelParams

@@ -12,11 +12,13 @@ runtime's kernel-node calls refuse the nodes numba-cuda launches through cuda.co
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import re
 import time
 
+import numpy as np
 from cuda.bindings import driver
 from .._runtime12 import cuda_runtime
 
@@ -29,7 +31,8 @@ from ._launch import eager_launch
 from ._numba_kernel import compiled_parts
 
 # the names of labkit.backend._interface.Backend
-__all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "launcher",
+__all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "mapped_array",
+           "watch_launch", "counter_arrivals", "launcher",
            "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace",
            "stream_trace_id", "kernel_node_name", "provenance", "frees_held",
            "make_set_condition"]
@@ -60,6 +63,44 @@ def pinned_array(shape, dtype):
     return _numba.pinned_array(shape, dtype)
 
 
+# ------------------------------------------------------------------ mapped host memory
+
+def mapped_array(shape, dtype):
+    """``(kernel argument, host numpy view)`` of new mapped, pinned host memory (numba's
+    ``cuda.mapped_array``: ``cudaHostAlloc`` with ``cudaHostAllocMapped``); one object is both."""
+    a = _numba.mapped_array(shape, dtype)
+    return a, a
+
+
+@contextlib.contextmanager
+def watch_launch():
+    """Nothing to record on a GPU: the host reads mapped memory as the GPU writes it."""
+    yield None
+
+
+def counter_arrivals(host, count_index: int, done_index: int, watched, timeout_s: float = 60.0):
+    """Each advance of a counter in mapped memory, as the host sees it: ``(count, host µs)``.
+
+    The host spins on the counter (Python reads of host memory the GPU writes into) and yields
+    each new value with the time it saw it, until ``host[done_index]`` is non-zero and the
+    counter has not moved since.
+    """
+    seen = 0
+    deadline = time.monotonic() + timeout_s
+    while True:
+        count = int(host[count_index])
+        if count != seen:
+            seen = count
+            yield count, host_us()
+            deadline = time.monotonic() + timeout_s
+        elif int(host[done_index]):
+            if int(host[count_index]) == seen:
+                return
+        elif time.monotonic() > deadline:
+            raise TimeoutError(f"the counter in mapped memory stayed at {seen} for {timeout_s} s: "
+                               "did the graph run, and does its kernel publish there?")
+
+
 # ------------------------------------------------------------------ launch errors
 
 _DRIVER_ERR = re.compile(r"(CUDA_ERROR_[A-Z_]+)")
@@ -79,11 +120,20 @@ def _code_of(exc) -> int | None:
     return None
 
 
-def _launch_error(name, exc):
+HOST_ARRAY = " on a host array (numba would allocate a temporary device buffer for it)"
+
+
+def _launch_error(name, exc, args=()):
     code = _code_of(exc)
+    host = any(isinstance(a, np.ndarray) for a in args)
+    if code is None and host and "capturing stream" in str(exc):
+        # numba-cuda 0.30 takes the temporary buffer from cuda.core's memory pool, and cuda.core
+        # refuses a pool allocation on a capturing stream itself (a RuntimeError, before CUDA
+        # sees the call); the first allocation of a process may instead fail in CUDA with 900
+        code = int(rt.cudaError_t.cudaErrorStreamCaptureUnsupported)
     if code is None:
         raise exc
-    raise CudaError(code, f"launching {name}") from exc
+    raise CudaError(code, f"launching {name}" + (HOST_ARRAY if host else "")) from exc
 
 
 # ------------------------------------------------------------------ eager launch
@@ -100,7 +150,7 @@ def launcher(k, grid, block, stream, owner=None):
         try:
             config(*args)
         except Exception as exc:   # numba raises CudaAPIError, cuda.core raises CUDAError
-            _launch_error(name, exc)
+            _launch_error(name, exc, args)
     return eager_launch(k, owner, submit)
 
 

@@ -4,7 +4,8 @@ on a real GPU.
 Arrays are simulated allocations, freed when the array is collected (as numba frees a device
 array), so a graph that outlived its buffers fails its replay. A kernel enters the simulator
 once, as a registered function (its numpy reference, or its own code under numba's CUDA
-simulator, and its cost model). A `KernelParams` is the simulator's ``cudaKernelNodeParams``;
+simulator, and its cost model). A `KernelParams` holds a ``cudaKernelNodeParams`` whose
+parameter block the simulator reads;
 an eager launch is a launch of the registered function that also costs numba's dispatch.
 """
 from __future__ import annotations
@@ -25,7 +26,8 @@ from ..sim import rt
 from ..sim._conditional import set_value
 
 # the names of labkit.backend._interface.Backend
-__all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "launcher",
+__all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "mapped_array",
+           "watch_launch", "counter_arrivals", "launcher",
            "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace",
            "stream_trace_id", "kernel_node_name", "provenance", "frees_held",
            "make_set_condition"]
@@ -124,6 +126,82 @@ def pinned_array(shape, dtype):
     return _hooks.pinned_buffer(_hooks.new_alloc(n, pinned=True))[:n].view(dtype).reshape(shape)
 
 
+# ------------------------------------------------------------------ mapped host memory
+
+class SimMappedArray(SimDeviceArray):
+    """Pinned host memory that simulated kernels read and write in place (``cudaHostAlloc`` with
+    ``cudaHostAllocMapped``): the kernel argument is this object, ``host`` its numpy view."""
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(int(x) for x in (shape if isinstance(shape, tuple) else (shape,)))
+        self.dtype = np.dtype(dtype)
+        self.size = int(np.prod(self.shape)) if self.shape else 1
+        self.nbytes = self.size * self.dtype.itemsize
+        self.ndim = len(self.shape)
+        self.strides = np.empty(self.shape, self.dtype).strides
+        self._addr = _hooks.new_alloc(self.nbytes, pinned=True)
+        self._arg = _hooks.ArrayArg(self._addr, self.shape, self.dtype)
+        self.host = _hooks.pinned_buffer(self._addr)[:self.nbytes].view(self.dtype).reshape(self.shape)
+
+    def __repr__(self):
+        return f"<simulated mapped host array shape={self.shape} dtype={self.dtype}>"
+
+
+def mapped_array(shape, dtype):
+    """``(kernel argument, host numpy view)`` of new mapped, pinned host memory."""
+    a = SimMappedArray(shape, dtype)
+    return a, a.host
+
+
+@contextlib.contextmanager
+def watch_launch():
+    """Record the simulated GPU intervals of the work submitted inside the block: the list it
+    yields is filled on exit (inside an open timeline, that timeline keeps its spans too)."""
+    out: list = []
+    clock = _hooks.clock
+    outer = clock._trace is not None
+    trace = clock._trace if outer else _hooks.start_trace()
+    first = len(trace)
+    try:
+        yield out
+    finally:
+        spans = trace[first:]
+        if not outer:
+            _hooks.stop_trace()
+        out.extend(s for s in spans if s.row != "CPU")
+
+
+def counter_arrivals(host, count_index: int, done_index: int, watched, timeout_s: float = 60.0):
+    """Each advance of a counter in mapped memory, as the host sees it: ``(count, host µs)``.
+
+    On the simulator the kernels ran when the graph was launched; what the host may see, and
+    when, comes from the watched launch's WHILE node: its iterations on the simulated GPU's
+    clock (the node's span, less its own cost, in equal parts), one advance of the counter at
+    the end of each. The host spins (CPU time) until the next one, then reads it. A counter
+    that does not advance once per iteration is refused.
+    """
+    loops = [s for s in watched if s.name.startswith("WHILE")]
+    if len(loops) != 1:
+        raise NotImplementedError(
+            "the simulator times a mapped counter from the one WHILE node of the launch it "
+            f"watched; this launch ran {len(loops)}: watch the launch of a WHILE graph")
+    span = loops[0]
+    runs = int(span.name.split("×")[1])
+    final = int(host[count_index])
+    if final != runs:
+        raise NotImplementedError(
+            f"the simulator times a mapped counter that advances once per WHILE iteration; it "
+            f"reads {final} after {runs} iterations")
+    head = P("conditional_node_us") - P("graph_node_gap_us")
+    per = (span.end_us - span.start_us - head) / max(runs, 1)
+    for i in range(runs):
+        t = span.start_us + head + (i + 1) * per
+        wait = t - _hooks.host_us()
+        if wait > 0:
+            _hooks.host_work(wait)         # spinning on the counter until it changes
+        yield i + 1, _hooks.host_us()
+
+
 # ------------------------------------------------------------------ kernels in the simulator
 
 _functions: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -171,8 +249,9 @@ def launcher(k, grid, block, stream, owner=None):
         host = [a for a in args if isinstance(a, np.ndarray)]
         capturing = _hooks.capturing(stream)
         if host:
-            if capturing:   # numba would copy the host array to the device: not in a capture
-                raise CudaError(_hooks.refuse_in_capture(stream), f"launching {name}")
+            if capturing:   # numba would allocate a temporary device buffer: not in a capture
+                raise CudaError(_hooks.refuse_in_capture(stream), f"launching {name} on a host "
+                                "array (numba would allocate a temporary device buffer for it)")
             _hooks.host_work(sum(2 * (P("memcpy_latency_us") + a.nbytes / (P("memcpy_GBps") * 1e3))
                                  for a in host))
         # numba types and marshals each argument in Python: every device array past the
@@ -193,7 +272,7 @@ def _dim3(d):
 
 
 class KernelParams:
-    """``kernel[grid, block](*args)`` as the simulator's ``cudaKernelNodeParams``, built once."""
+    """``kernel[grid, block](*args)`` as a ``cudaKernelNodeParams``, built once."""
 
     def __init__(self, k, grid, block, args):
         if any(isinstance(a, np.ndarray) for a in args):
@@ -201,8 +280,7 @@ class KernelParams:
         self.name, self.grid, self.block, self.args = k.name, grid, block, tuple(args)
         self.func = _function(k)
         self._values = tuple(_param(a) for a in args)
-        self.node_params = rt.cudaKernelNodeParams(self.func, _dim3(grid), _dim3(block), 0,
-                                                   self._values)
+        self.node_params = _hooks.kernel_node_params(self.func, grid, block, self._values)
 
     def launch(self, stream: int):
         err = _hooks.launch(self.func, self.grid, self.block, self._values, stream,

@@ -245,6 +245,39 @@ def at_least_one(text: str) -> int:
     return value
 
 
+def decode_main(args) -> int:
+    """``--decode``: `labkit.course.decode_bench`'s rows, printed (``--json``: one JSON line)."""
+    from labkit.course import decode_bench
+    repeat = max(3, min(args.repeat, 7))
+    res = decode_bench.measure(repeat=repeat)
+    if args.host_load:
+        with decode_bench.HostLoad() as load:
+            loaded = decode_bench.measure(repeat=repeat)
+        res["host_load_procs"] = load.n
+        for k in ("eager_tokens_per_s", "graph_tokens_per_s", "graph_back_to_back_tokens_per_s",
+                  "device_loop_tokens_per_s", "device_loop_host_cpu_us_per_token", "tokens_match"):
+            res[f"loaded_{k}"] = loaded[k]
+        res["device_loop_loaded_ratio"] = (loaded["device_loop_tokens_per_s"]
+                                           / res["device_loop_tokens_per_s"])
+    if getattr(args, "by_layers", None):
+        res["by_layers"] = decode_bench.by_step_size(tuple(args.by_layers), repeat=repeat)
+    print(f"decode bench: {res['tokens']} tokens per generation (EOS {res['eos']}), "
+          f"{labkit.provenance()}")
+    for k, v in res.items():
+        if isinstance(v, float):
+            print(f"  {k:44s} {v:12.2f}")
+    print(f"  tokens_match {res['tokens_match']}, every loop stopped at EOS "
+          f"{res['device_loop_stopped_at_eos']}")
+    for row in res.get("by_layers", []):
+        print(f"  {row['layers']} layers ({row['kernels_per_token']} kernels): graph per token "
+              f"{row['graph_tokens_per_s']:8.0f}, back to back {row['graph_back_to_back_tokens_per_s']:8.0f}, "
+              f"device loop {row['device_loop_tokens_per_s']:8.0f} tokens/s "
+              f"({row['device_loop_vs_graph']:.3f}x graph per token), tokens match {row['tokens_match']}")
+    if args.json:
+        print(json.dumps(res))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m labkit bench", description=__doc__)
     ap.add_argument("--kernels", type=at_least_one, default=200,
@@ -254,15 +287,15 @@ def main(argv=None) -> int:
     ap.add_argument("--json", action="store_true", help="end with one line of JSON")
     ap.add_argument("--wrapper", action="store_true",
                     help="also compare GraphExec.launch with a raw cudaGraphLaunch")
-    ap.add_argument("--decode", action="store_true", help="the decoder four ways (labkit/cli/decode_bench.py)")
+    ap.add_argument("--decode", action="store_true",
+                    help="the capstone decoder every way the course runs it (labkit.course.decode_bench)")
     ap.add_argument("--host-load", action="store_true", help="with --decode: repeat under a host load")
     ap.add_argument("--by-layers", type=int, nargs="+", metavar="N",
                     help="with --decode: also graph per token against the device loop for "
                          "models of N layers (smaller steps), e.g. --by-layers 1 2 4")
     a = ap.parse_args(argv)
     if a.decode:
-        from labkit.cli import decode_bench
-        return decode_bench.main(a)
+        return decode_main(a)
     res = measure_chain(a.kernels, a.repeat)
     print(f"chain benchmark: {a.kernels} × add_one over {N} float32 (grid {GRID} × {BLOCK}), "
           f"{labkit.provenance()}")

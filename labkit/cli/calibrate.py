@@ -198,13 +198,13 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
     b1, b2 = (timing.gpu_measure(lambda: busy[1, 32, s](x, n), s, repeat=5).median
               for n in (iters, 2 * iters))
 
-    from labkit.cli import conditional_costs  # WHILE iterations and conditional nodes, as probed
+    from labkit.measure import conditional_costs  # WHILE iterations and conditional nodes
     cond = conditional_costs.measure(s)
     for name in ("while_iteration_us", "conditional_node_us"):
-        P[name] = {"median": cond[name], "measured": cond, "source": "labkit.cli.conditional_costs"}
-    from labkit.cli import decode_costs  # the decoder's kernels, numba's per-array cost, waits
+        P[name] = {"median": cond[name], "measured": cond, "source": "labkit.measure.conditional_costs"}
+    from labkit.course import decode_costs  # the decoder's kernels, numba's per-array cost, waits
     dc = decode_costs.measure(s)
-    src = {"measured": dc, "source": "labkit.cli.decode_costs"}
+    src = {"measured": dc, "source": "labkit.course.decode_costs"}
     P["numba_launch_per_array_us"] = {"median": dc["numba_launch_per_array_us"], **src}
     P["blocking_sync_wake_us"] = {"median": dc["blocking_sync_wake_us"], **src}
     P["blocking_sync_cpu_us"] = {"median": max(dc["blocking_wait_cpu_us"]

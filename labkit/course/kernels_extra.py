@@ -2,7 +2,8 @@
 
 * `preprocess` and `infer_step`: the two kernels of the seed's C++ capture example;
 * `add_k`: the *fused* version of K back-to-back `labkit.course.workloads.add_one` launches: one
-  kernel that reads each element once, adds 1.0 ``k`` times in a register and writes it once.
+  kernel that reads each element once, adds 1.0 ``k`` times in a register and writes it once
+  (its docstring says why it is written as it is).
 * `fusion_sizes`: array size and repeats for the fusion comparison.
 """
 from __future__ import annotations
@@ -59,17 +60,36 @@ def request_reference(x: np.ndarray) -> np.ndarray:
 
 def _add_k_ref(grid, block, x, k):
     n = min(x.size, grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2])
-    x.reshape(-1)[:n] += x.dtype.type(k)
+    v = x.reshape(-1)[:n]
+    one = np.float32(1.0)
+    # k float32 additions of 1.0 give x + k exactly where every partial sum is an exact float32
+    # (whole numbers below 2**24): one addition then; elsewhere each step rounds, so repeat it
+    if np.all((v == np.floor(v)) & (np.abs(v) + k < 2 ** 24)):
+        v += np.float32(k)
+    else:
+        for _ in range(int(k)):
+            v += one
 
 
 @kernel(reference=_add_k_ref)
 def add_k(x, k):
-    """x[i] += 1.0, ``k`` times, in one kernel: K add_one launches fused (exact below 2**24)."""
+    """x[i] += 1.0, ``k`` times, in one kernel: K add_one launches fused.
+
+    Written so that the additions stay cheap next to the one memory round trip: a ``while``
+    loop on a plain counter and a float32 constant. The first version, ``for _ in range(k):
+    v += 1.0``, ran several times slower on an H200 than its memory traffic: numba types
+    ``v += 1.0`` on float32 data as a float64 addition, and counts a ``range`` loop with 64-bit
+    integers and sign checks, about six instructions a step (read in its SASS), so 16 M threads
+    of 50 steps each were bound by instruction issue, not memory. The ``while`` loop compiles to
+    float32 additions unrolled 16 at a time, about one instruction a step.
+    """
     i = cuda.grid(1)
     if i < x.size:
         v = x[i]
-        for _ in range(k):
-            v += 1.0
+        j = 0
+        while j < k:
+            v += np.float32(1.0)
+            j += 1
         x[i] = v
 
 

@@ -6,6 +6,7 @@
 * `_spans`: the `Timeline` of spans (`labkit._span.Span`) that timing records and
   `plot.timeline` draws.
 * `_trace`: how a timeline is recorded on each backend, and what a GPU trace adds.
+* `trace_export`: a `Timeline` as Chrome trace-event JSON (Perfetto, ``chrome://tracing``).
 * `_cupti`: kernel traces through CUPTI on a real GPU (optional, ``cupti-python``).
 * `plot`: the course's figures, a package of one-job modules, provenance in every title.
 * `claims`: the course's timing claims (`labkit.expect`): strict under test, a note for learners.

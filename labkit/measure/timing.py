@@ -16,8 +16,10 @@ from .._handles import stream_handle
 from ._spans import Span, Timeline
 from ..backend import cpu_us, host_us, rt, start_trace, stop_trace
 from .stats import Stats
+from .trace_export import chrome_trace, save_chrome_trace
 
-__all__ = ["measure", "gpu_measure", "wall_and_cpu", "graph_phases", "timeline", "Stats"]
+__all__ = ["measure", "gpu_measure", "wall_and_cpu", "graph_phases", "timeline", "Stats",
+           "chrome_trace", "save_chrome_trace"]
 
 
 

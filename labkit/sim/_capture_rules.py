@@ -16,7 +16,9 @@ test) and CUDA documents:
   CUDA's documentation: the probe sets only relaxed and global.)
 * Calls about the capture itself fail in every mode and from every thread: a synchronize or
   query of the capturing stream (900), of an event recorded in the capture (907), and
-  ``cudaDeviceSynchronize`` (900). `labkit.sim.runtime` checks those where the call is.
+  ``cudaDeviceSynchronize`` (900). The call's own module checks those (`labkit.sim._streams`,
+  `labkit.sim._device`); every potentially unsafe call goes through
+  `labkit.sim._state.refuse_unsafe`.
 * ``cudaStreamEndCapture`` of a global or thread-local capture from a thread other than the one
   that began it fails ``cudaErrorStreamCaptureWrongThread`` and ends the capture without a
   graph (the origin's own end then finds nothing: 401); a relaxed capture ends from any thread.

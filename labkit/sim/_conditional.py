@@ -219,7 +219,8 @@ def _same_shape(snap, nodes) -> bool:
         if xtype == _NT.cudaGraphNodeTypeConditional:
             if xp["ctype"] != n.payload["ctype"] or len(xp["bodies"]) != len(n.payload["bodies"]):
                 return False
-            if not all(_same_shape(xb, b.nodes) for xb, b in zip(xp["bodies"], n.payload["bodies"])):
+            pairs = zip(xp["bodies"], n.payload["bodies"])
+            if not all(_same_shape(xb, b.nodes) for xb, b in pairs):
                 return False
     return True
 

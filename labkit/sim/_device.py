@@ -15,21 +15,63 @@ def cudaGetDeviceCount():
     return E.cudaSuccess, 1
 
 
-class _Props:
-    """The device properties the notebooks print, for the GPU the model was calibrated on."""
+# What every GPU of compute capability 9.0 has, from CUDA's table of compute capabilities and
+# of unified addressing (not measured: the calibration records the rest)
+_CC90 = {"warpSize": 32, "maxThreadsPerBlock": 1024, "maxThreadsDim": [1024, 1024, 64],
+         "maxGridSize": [2**31 - 1, 65535, 65535], "sharedMemPerBlock": 48 * 1024,
+         "regsPerBlock": 65536, "maxThreadsPerMultiProcessor": 2048,
+         "maxBlocksPerMultiProcessor": 32, "unifiedAddressing": 1, "canMapHostMemory": 1,
+         "concurrentKernels": 1, "managedMemory": 1}
+_A = _cr.cudaDeviceAttr
+_ATTRS = {_A.cudaDevAttrMultiProcessorCount: "multiProcessorCount",
+          _A.cudaDevAttrComputeCapabilityMajor: "major",
+          _A.cudaDevAttrComputeCapabilityMinor: "minor", _A.cudaDevAttrWarpSize: "warpSize",
+          _A.cudaDevAttrMaxThreadsPerBlock: "maxThreadsPerBlock",
+          _A.cudaDevAttrMaxSharedMemoryPerBlock: "sharedMemPerBlock",
+          _A.cudaDevAttrMaxRegistersPerBlock: "regsPerBlock",
+          _A.cudaDevAttrMaxThreadsPerMultiProcessor: "maxThreadsPerMultiProcessor",
+          _A.cudaDevAttrUnifiedAddressing: "unifiedAddressing",
+          _A.cudaDevAttrCanMapHostMemory: "canMapHostMemory",
+          _A.cudaDevAttrConcurrentKernels: "concurrentKernels",
+          _A.cudaDevAttrManagedMemory: "managedMemory",
+          _A.cudaDevAttrMemoryPoolsSupported: None}
 
-    def __init__(self):
-        cal = _calibration.load()
-        self.name = f"simulated {cal['gpu']}".encode()
-        self.multiProcessorCount = int(cal.get("sm_count", 132))
-        self.major, self.minor = cal.get("compute_capability", [9, 0])
-        self.totalGlobalMem = int(cal.get("total_mem", 150109880320))
+
+def _fields() -> dict:
+    cal = _calibration.load()
+    major, minor = cal.get("compute_capability", [9, 0])
+    return dict(_CC90, name=f"simulated {cal['gpu']}".encode().ljust(256, b"\0"),
+                multiProcessorCount=int(cal.get("sm_count", 132)), major=int(major),
+                minor=int(minor), totalGlobalMem=int(cal.get("total_mem", 150109880320)))
 
 
 def cudaGetDeviceProperties(device):
+    """cuda-bindings' ``cudaDeviceProp``, filled from the calibrated GPU (name, SM count,
+    compute capability, memory) and what its compute capability fixes; the rest stays 0, and
+    ``uuid`` too: a simulated device has none."""
     if int(device) != 0:
         return (S.fail(E.cudaErrorInvalidDevice), None)
-    return E.cudaSuccess, _Props()
+    p = _cr.cudaDeviceProp()
+    for k, v in _fields().items():
+        setattr(p, k, v)
+    return E.cudaSuccess, p
+
+
+def cudaDeviceGetAttribute(attr, device):
+    if int(device) != 0:
+        return (S.fail(E.cudaErrorInvalidDevice), None)
+    attr = _A(int(attr))
+    if attr not in _ATTRS:
+        raise NotImplementedError(f"cudaDeviceGetAttribute({attr.name}) is not simulated "
+                                  "(backend 'sim'); run on a GPU with LABKIT_BACKEND=cuda")
+    key = _ATTRS[attr]
+    return E.cudaSuccess, 1 if key is None else int(_fields()[key])
+
+
+def cudaSetDevice(device):
+    if int(device) != 0:
+        return (S.fail(E.cudaErrorInvalidDevice),)
+    return S.OK
 
 
 def cudaGetDevice():
@@ -57,7 +99,7 @@ def cudaDeviceSynchronize():
         for c in S.active_captures():
             S.invalidate(c)
             return (S.fail(E.cudaErrorStreamCaptureUnsupported),)
-        t = max([s.ready_us for s in S.streams.values()] + [_clock.host_us()])
+        t = max([s.ready_us for s in S.all_streams()] + [_clock.host_us()])
         _clock.api("cudaDeviceSynchronize", P("sync_us"), wait_until=t)
         return S.OK
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from cuda.bindings import runtime as _cr
 
 from . import _conditional as _cond
-from . import _graphs
+from . import _graphmem, _nodes
 from . import _state as S
 from . import _work
 from . import clock as _clock
@@ -20,16 +20,46 @@ def cudaGraphInstantiate(graph, flags=0):
     if err is not None:
         return (err, None)
     err = _cond.instantiate_error(g, flags)   # CUDA's rules for bodies and handles
+    if err is None and _graphmem.has_memory_nodes(g):
+        live = getattr(g, "mem_exec", None)     # at most one executable of such a graph
+        both = _graphmem.AUTO_FREE | int(_cr.cudaGraphInstantiateFlags
+                                          .cudaGraphInstantiateFlagDeviceLaunch)
+        if (live is not None and not live.destroyed) or int(flags) & both == both:
+            err = E.cudaErrorInvalidValue
     if err is not None:
         return (S.fail(err), None)
     _clock.api("cudaGraphInstantiate", _clock.C("instantiate", len(g.nodes)))
     x = S.Exec(g, flags)
+    if _graphmem.has_memory_nodes(g):
+        g.mem_exec = x
     _cond.on_instantiate(x, g)
     S.execs[x.handle] = x
     return E.cudaSuccess, _cr.cudaGraphExec_t(x.handle)
 
 
 cudaGraphInstantiateWithFlags = cudaGraphInstantiate
+
+
+def cudaGraphInstantiateWithParams(graph, instantiateParams):
+    p = instantiateParams
+    err, ge = cudaGraphInstantiate(graph, int(p.flags) if p is not None else 0)
+    ok = err == E.cudaSuccess
+    if p is not None:
+        R = _cr.cudaGraphInstantiateResult
+        p.result_out = R.cudaGraphInstantiateSuccess if ok else R.cudaGraphInstantiateError
+    if ok and p is not None and int(p.flags) & int(
+            _cr.cudaGraphInstantiateFlags.cudaGraphInstantiateFlagUpload):
+        upload = cudaGraphUpload(ge, p.uploadStream)[0]
+        if upload != E.cudaSuccess:
+            return (upload, None)
+    return err, ge
+
+
+def cudaGraphExecGetFlags(graphExec):
+    x = S.exec_(graphExec)
+    if x is None:
+        return (S.fail(E.cudaErrorInvalidValue), None)
+    return E.cudaSuccess, x.flags
 
 
 def cudaGraphExecDestroy(graphExec):
@@ -66,32 +96,46 @@ def cudaGraphLaunch(graphExec, stream):
     if s.capture is not None:
         S.invalidate(s.capture)
         return (S.fail(E.cudaErrorStreamCaptureUnsupported),)
+    err = _graphmem.before_launch(x)     # last launch's allocations must have been freed
+    if err is not None:
+        return (S.fail(err),)
     host = _clock.C("graph_launch", _cond.count_nodes(x))   # bodies' nodes too
     if not x.uploaded:
         host += _upload_us(x)
         x.uploaded = True
     _cond.begin_launch(x)                # the handles' values for this launch
     try:
-        for ntype, payload, _ in x.nodes:
-            err = _work.run_node(ntype, payload)
+        for i, (ntype, payload, _) in enumerate(x.nodes):
+            err = E.cudaSuccess if i in x.disabled else _work.run_node(ntype, payload)
             if err != E.cudaSuccess:
                 return (S.fail(err),)
     finally:
         _cond.end_launch(x)
     _clock.api("cudaGraphLaunch", host)
-    start = max(s.ready_us, _clock.host_us() + P("launch_latency_us"))
+    _place(x, s, _work.ordered_start(s, _clock.host_us() + P("launch_latency_us")))
+    return S.OK
+
+
+def _place(x, s, earliest):
+    """Place a launch of ``x`` on ``s``'s GPU timeline: after the stream's work and after the
+    executable's own previous launch (CUDA runs launches of one executable one at a time)."""
+    start = max(s.ready_us, x.ready_us, earliest)
     ends = []
     lanes = _clock.Lanes()    # independent branches run side by side, as on CUDA's inner streams
-    for ntype, payload, deps in x.nodes:
+    for i, (ntype, payload, deps) in enumerate(x.nodes):
         t0 = max([start] + [ends[d] for d in deps]) + P("graph_node_gap_us")
-        ends.append(t0 + _work.node_gpu_us(ntype, payload))
+        e = S.events.get(payload.get("event", -1))
+        if ntype == NT.cudaGraphNodeTypeWaitEvent and e is not None and e.time_us is not None:
+            t0 = max(t0, e.time_us)
+        ends.append(t0 + (0.0 if i in x.disabled else _work.node_gpu_us(ntype, payload)))
+        if ntype == NT.cudaGraphNodeTypeEventRecord and e is not None and i not in x.disabled:
+            e.time_us, e.captured = ends[-1], None
         lane = lanes.place(len(ends) - 1, deps, t0, ends[-1])
-        if ntype not in _work.NO_SPAN:
+        if ntype not in _work.NO_SPAN and i not in x.disabled:
             name = (_cond.span_name(payload) if ntype == NT.cudaGraphNodeTypeConditional
                     else payload.get("name", ""))
             _clock.gpu_span(s.handle, name, t0, ends[-1], _work.kind(ntype), lane)
-    s.ready_us = max(ends + [start])
-    return S.OK
+    s.ready_us = x.ready_us = max(ends + [start])
 
 
 def cudaGraphExecUpdate(hGraphExec, hGraph):
@@ -110,17 +154,71 @@ def cudaGraphExecUpdate(hGraphExec, hGraph):
     return E.cudaSuccess, info
 
 
-def cudaGraphExecKernelNodeSetParams(hGraphExec, node, pNodeParams):
+# ---------------------------------------------------------------- an executable's nodes
+
+def _exec_node(hGraphExec, node, ntype):
+    """(executable, index of ``node``'s copy in it) for a node of type ``ntype``, or None."""
     x = S.exec_(hGraphExec)
-    if x is None:
+    i = None if x is None else x.by_source.get(S.h(node))
+    if i is None or x.nodes[i][0] != ntype:
+        return None
+    return x, i
+
+
+def _exec_setter(ntype, api, cost="api_us"):
+    def set_(hGraphExec, node, pNodeParams):
+        hit = _exec_node(hGraphExec, node, ntype)
+        payload = None if hit is None else _nodes.read_params(ntype, pNodeParams)
+        if payload is None:
+            bad_func = hit is not None and ntype == NT.cudaGraphNodeTypeKernel
+            return (S.fail(E.cudaErrorInvalidDeviceFunction if bad_func
+                           else E.cudaErrorInvalidValue),)
+        _clock.api(api, P(cost))
+        x, i = hit
+        x.nodes[i] = (ntype, payload, x.nodes[i][2])
+        return S.OK
+    return set_
+
+
+cudaGraphExecKernelNodeSetParams = _exec_setter(
+    NT.cudaGraphNodeTypeKernel, "cudaGraphExecKernelNodeSetParams", "raw_node_update_us")
+cudaGraphExecMemcpyNodeSetParams = _exec_setter(NT.cudaGraphNodeTypeMemcpy,
+                                                "cudaGraphExecMemcpyNodeSetParams")
+cudaGraphExecMemsetNodeSetParams = _exec_setter(NT.cudaGraphNodeTypeMemset,
+                                                "cudaGraphExecMemsetNodeSetParams")
+cudaGraphExecHostNodeSetParams = _exec_setter(NT.cudaGraphNodeTypeHost,
+                                              "cudaGraphExecHostNodeSetParams")
+
+
+def cudaGraphExecChildGraphNodeSetParams(hGraphExec, node, childGraph):
+    hit = _exec_node(hGraphExec, node, NT.cudaGraphNodeTypeGraph)
+    child = S.graph(childGraph)
+    if hit is None or child is None:
         return (S.fail(E.cudaErrorInvalidValue),)
-    i = x.by_source.get(S.h(node))
-    if i is None or x.nodes[i][0] != NT.cudaGraphNodeTypeKernel:
-        return (S.fail(E.cudaErrorInvalidValue),)
-    payload = _graphs._payload(pNodeParams)
-    if payload is None:
-        return (S.fail(E.cudaErrorInvalidDeviceFunction),)
-    _clock.api("cudaGraphExecKernelNodeSetParams", P("raw_node_update_us"))
-    ntype, _, deps = x.nodes[i]
-    x.nodes[i] = (ntype, payload, deps)
+    x, i = hit
+    new = _cond.snapshot(child)
+    old = x.nodes[i][1]["nodes"]
+    if [(t, d) for t, _, d in new] != [(t, d) for t, _, d in old]:
+        return (S.fail(E.cudaErrorInvalidValue),)   # CUDA: the same topology only
+    x.nodes[i] = (NT.cudaGraphNodeTypeGraph, {"name": "child graph", "nodes": new}, x.nodes[i][2])
     return S.OK
+
+
+_TOGGLE = (NT.cudaGraphNodeTypeKernel, NT.cudaGraphNodeTypeMemcpy, NT.cudaGraphNodeTypeMemset)
+
+
+def cudaGraphNodeSetEnabled(hGraphExec, hNode, isEnabled):
+    x = S.exec_(hGraphExec)
+    i = None if x is None else x.by_source.get(S.h(hNode))
+    if i is None or x.nodes[i][0] not in _TOGGLE:
+        return (S.fail(E.cudaErrorInvalidValue),)
+    (x.disabled.discard if isEnabled else x.disabled.add)(i)
+    return S.OK
+
+
+def cudaGraphNodeGetEnabled(hGraphExec, hNode):
+    x = S.exec_(hGraphExec)
+    i = None if x is None else x.by_source.get(S.h(hNode))
+    if i is None or x.nodes[i][0] not in _TOGGLE:
+        return (S.fail(E.cudaErrorInvalidValue), None)
+    return E.cudaSuccess, int(i not in x.disabled)

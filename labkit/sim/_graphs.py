@@ -1,9 +1,10 @@
-"""Graphs of the simulated runtime: creating them, adding nodes, and reading them back."""
+"""Graphs of the simulated runtime: creating, cloning and editing them, and reading them back
+(adding nodes is `labkit.sim._nodes`')."""
 from __future__ import annotations
 
 from cuda.bindings import runtime as _cr
 
-from . import _conditional as _cond
+from . import _graphmem
 from . import _state as S
 from . import clock as _clock
 
@@ -83,98 +84,93 @@ def cudaGraphNodeGetDependencies(node, pNumDependencies=0):
             [_cr.cudaGraphEdgeData() for _ in deps], len(deps))
 
 
-# ---------------------------------------------------------------- adding nodes
+# ---------------------------------------------------------------- editing
 
-def add_node(graph, deps, ntype, payload, cost=None, api="cudaGraphAddNode"):
-    """Add a node to ``graph`` (a live graph or one being captured) after ``deps``."""
-    g = S.any_graph(graph)
-    dep_nodes = None if g is None else S.deps_in(g, deps)
-    if dep_nodes is None:
+def _editable(g):
+    """A graph whose nodes and edges may be removed: none with memory nodes (CUDA's rule)."""
+    return g is not None and not _graphmem.has_memory_nodes(g)
+
+
+def _pairs(frm, to, count):
+    n = int(count) if count is not None else len(frm or [])
+    a, b = list(frm or [])[:n], list(to or [])[:n]
+    if len(a) != n or len(b) != n:
+        return None
+    hits = [(S.nodes.get(S.h(x)), S.nodes.get(S.h(y))) for x, y in zip(a, b)]
+    if any(x is None or y is None or x[0] is not y[0] for x, y in hits):
+        return None
+    return [(x[0], x[1], y[1]) for x, y in hits]
+
+
+def cudaGraphAddDependencies(graph, pFrom, pTo, numDependencies):
+    g, pairs = S.graph(graph), _pairs(pFrom, pTo, numDependencies)
+    if g is None or pairs is None or any(gr is not g for gr, _, _ in pairs):
+        return (S.fail(E.cudaErrorInvalidValue),)
+    for _, a, b in pairs:
+        if a in b.deps or a is b:
+            return (S.fail(E.cudaErrorInvalidValue),)
+    for _, a, b in pairs:
+        b.deps.append(a)
+    return S.OK
+
+
+def cudaGraphRemoveDependencies(graph, pFrom, pTo, numDependencies):
+    g, pairs = S.graph(graph), _pairs(pFrom, pTo, numDependencies)
+    if not _editable(g) or pairs is None or any(gr is not g or a not in b.deps
+                                                for gr, a, b in pairs):
+        return (S.fail(E.cudaErrorInvalidValue),)
+    for _, a, b in pairs:
+        b.deps.remove(a)
+    return S.OK
+
+
+def cudaGraphDestroyNode(node):
+    hit = S.node(node)
+    if hit is None or not _editable(hit[0]):
+        return (S.fail(E.cudaErrorInvalidValue),)
+    g, n = hit
+    g.nodes.remove(n)
+    for m in g.nodes:
+        if n in m.deps:
+            m.deps.remove(n)
+    del S.nodes[n.handle]
+    return S.OK
+
+
+def cudaGraphNodeGetDependentNodes(node, pNumDependentNodes=0):
+    hit = S.node(node)
+    if hit is None:
+        return (S.fail(E.cudaErrorInvalidValue), None, None, None)
+    out = [m for m in hit[0].nodes if hit[1] in m.deps]
+    if not pNumDependentNodes:
+        return E.cudaSuccess, [], [], len(out)
+    got = out[:pNumDependentNodes]
+    return (E.cudaSuccess, [_node_t(m.handle) for m in got],
+            [_cr.cudaGraphEdgeData() for _ in got], len(got))
+
+
+def cudaGraphClone(originalGraph):
+    g = S.graph(originalGraph)
+    if g is None or _graphmem.has_memory_nodes(g):   # CUDA: such a graph cannot be cloned
         return (S.fail(E.cudaErrorInvalidValue), None)
-    _clock.api(api, P("api_us") if cost is None else cost)
-    n = g.add(ntype, payload, dep_nodes)
-    return E.cudaSuccess, _node_t(n.handle)
+    c = S.Graph()
+    copies = {}
+    for n in g.nodes:
+        m = c.add(n.type, dict(n.payload), [copies[d] for d in n.deps])
+        m.cloned_from = n.handle
+        copies[n] = m
+    S.graphs[c.handle] = c
+    return E.cudaSuccess, _cr.cudaGraph_t(c.handle)
 
 
-def cudaGraphAddEmptyNode(graph, pDependencies, numDependencies):
-    return add_node(graph, pDependencies, NT.cudaGraphNodeTypeEmpty, {"name": "empty"})
-
-
-def cudaGraphAddMemcpyNode1D(graph, pDependencies, numDependencies, dst, src, count, kind):
-    return add_node(graph, pDependencies, NT.cudaGraphNodeTypeMemcpy,
-                    {"dst": int(dst), "src": int(src), "count": int(count),
-                     "kind": _cr.cudaMemcpyKind(int(kind)), "name": "memcpy"})
-
-
-def cudaGraphAddKernelNode(graph, pDependencies, numDependencies, pNodeParams):
-    payload = _payload(pNodeParams)
-    if payload is None:
-        return (S.fail(E.cudaErrorInvalidDeviceFunction), None)
-    return add_node(graph, pDependencies, NT.cudaGraphNodeTypeKernel, payload,
-                    cost=P("add_kernel_node_us"))
-
-
-def cudaGraphAddChildGraphNode(graph, pDependencies, numDependencies, childGraph):
-    child = S.graph(childGraph)
-    if child is None:
+def cudaGraphNodeFindInClone(clonedGraph, originalNode):
+    g = S.graph(clonedGraph)
+    want = S.h(originalNode)
+    hit = None if g is None else next(
+        (n for n in g.nodes if getattr(n, "cloned_from", None) == want), None)
+    if hit is None:
         return (S.fail(E.cudaErrorInvalidValue), None)
-    # CUDA clones the child graph into the node: later edits of the child do not reach it
-    return add_node(graph, pDependencies, NT.cudaGraphNodeTypeGraph,
-                    {"name": "child graph", "nodes": _cond.snapshot(child)},
-                    api="cudaGraphAddChildGraphNode")
-
-
-class cudaConditionalNodeParams:
-    """The conditional member of `cudaGraphNodeParams`: ``handle``, ``type``, ``size`` in;
-    ``phGraph_out`` (the body graphs) out."""
-
-    def __init__(self):
-        self.handle = _cr.cudaGraphConditionalHandle(0)
-        self.type = _cond.CT.cudaGraphCondTypeIf
-        self.size = 0
-        self.phGraph_out = []
-        self.ctx = None
-
-
-class cudaGraphNodeParams:
-    """``cudaGraphAddNode``'s tagged union; the simulator takes the types Empty and Conditional."""
-
-    def __init__(self):
-        self.type = NT.cudaGraphNodeTypeEmpty
-        self.conditional = cudaConditionalNodeParams()
-
-
-def cudaGraphAddNode(graph, pDependencies, dependencyData, numDependencies, nodeParams):
-    if nodeParams is None:
-        return (S.fail(E.cudaErrorInvalidValue), None)
-    ntype = NT(int(nodeParams.type))
-    if ntype == NT.cudaGraphNodeTypeEmpty:
-        return add_node(graph, pDependencies, ntype, {"name": "empty"})
-    if ntype != NT.cudaGraphNodeTypeConditional:
-        raise NotImplementedError(
-            f"cudaGraphAddNode of a {ntype.name} node is not simulated (backend 'sim'): add it "
-            "with its own call (cudaGraphAddEmptyNode, cudaGraphAddMemcpyNode1D, labkit's "
-            "add_kernel_node) or capture it")
-    g = S.any_graph(graph)
-    if g is None or S.deps_in(g, pDependencies) is None:
-        return (S.fail(E.cudaErrorInvalidValue), None)
-    p = nodeParams.conditional
-    h = _cond.new_node_handle(p)
-    if h is None:
-        return (S.fail(E.cudaErrorInvalidValue), None)
-    ctype = _cond.CT(int(p.type))
-    bodies = []
-    for _ in range(int(p.size)):
-        b = S.Graph()
-        b.body_of = h
-        S.graphs[b.handle] = b
-        bodies.append(b)
-    err, node = add_node(graph, pDependencies, ntype,
-                         {"name": _cond.NAMES[ctype], "handle": h.id, "ctype": ctype,
-                          "bodies": bodies})
-    h.node = S.nodes[S.h(node)][1]
-    p.phGraph_out = [_cr.cudaGraph_t(b.handle) for b in bodies]
-    return err, node
+    return E.cudaSuccess, _node_t(hit.handle)
 
 
 def cudaGraphDebugDotPrint(graph, path, flags):
@@ -190,77 +186,4 @@ def cudaGraphDebugDotPrint(graph, path, flags):
     p = path.decode() if isinstance(path, bytes) else str(path)
     with open(p, "w") as f:
         f.write("\n".join(lines) + "\n")
-    return S.OK
-
-
-# ---------------------------------------------------------------- kernel node parameters
-
-class cudaKernelNodeParams:
-    """A kernel node's parameters, with CUDA's fields.
-
-    ``func``: a function handle (`labkit.sim._hooks.register_function`); ``gridDim`` and
-    ``blockDim``: ``dim3``; ``sharedMemBytes``; ``kernelParams``: the parameter values, a tuple
-    (see the module docstring: not a ``void**``); ``extra``: must stay empty (0 or None).
-    """
-
-    def __init__(self, func=0, gridDim=None, blockDim=None, sharedMemBytes=0, kernelParams=(),
-                 extra=0):
-        self.func = func
-        self.gridDim = gridDim if gridDim is not None else dim3(1, 1, 1)
-        self.blockDim = blockDim if blockDim is not None else dim3(1, 1, 1)
-        self.sharedMemBytes, self.kernelParams, self.extra = sharedMemBytes, kernelParams, extra
-
-    def __repr__(self):
-        name = getattr(S.functions.get(S.h(self.func)), "name", "?")
-        return (f"<simulated cudaKernelNodeParams {name} grid={xyz(self.gridDim)} "
-                f"block={xyz(self.blockDim)} params={len(self.kernelParams)}>")
-
-
-def dim3(x, y=1, z=1):
-    d = _cr.dim3()
-    d.x, d.y, d.z = int(x), int(y), int(z)
-    return d
-
-
-def xyz(d) -> tuple:
-    return (int(d.x), int(d.y), int(d.z))
-
-
-def _payload(params):
-    """A kernel node's payload from cudaKernelNodeParams, or None for an unknown function."""
-    if not isinstance(params, cudaKernelNodeParams):
-        raise NotImplementedError(
-            "the simulator takes its own cudaKernelNodeParams (labkit.rt.cudaKernelNodeParams), "
-            "whose kernelParams is a tuple of parameter values; run on a GPU "
-            "(LABKIT_BACKEND=cuda) to pass a void** parameter array")
-    if params.extra:
-        raise NotImplementedError("cudaKernelNodeParams.extra is not simulated: pass kernelParams")
-    if isinstance(params.kernelParams, int) and params.kernelParams:
-        raise NotImplementedError("the simulator cannot read a void** kernelParams pointer: pass "
-                                  "the parameter values as a tuple")
-    fn = S.functions.get(S.h(params.func))
-    if fn is None:
-        return None
-    return {"func": S.h(params.func), "grid": xyz(params.gridDim), "block": xyz(params.blockDim),
-            "params": tuple(params.kernelParams or ()), "name": fn.name}
-
-
-def cudaGraphKernelNodeGetParams(node):
-    hit = S.node(node, NT.cudaGraphNodeTypeKernel)
-    if hit is None:
-        return (S.fail(E.cudaErrorInvalidValue), None)
-    p = hit[1].payload
-    return E.cudaSuccess, cudaKernelNodeParams(p["func"], dim3(*p["grid"]), dim3(*p["block"]),
-                                               0, p["params"])
-
-
-def cudaGraphKernelNodeSetParams(node, pNodeParams):
-    hit = S.node(node, NT.cudaGraphNodeTypeKernel)
-    if hit is None:
-        return (S.fail(E.cudaErrorInvalidValue),)
-    payload = _payload(pNodeParams)
-    if payload is None:
-        return (S.fail(E.cudaErrorInvalidDeviceFunction),)
-    _clock.api("cudaGraphKernelNodeSetParams", P("api_us"))
-    hit[1].payload = payload
     return S.OK

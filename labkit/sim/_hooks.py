@@ -17,7 +17,7 @@ here.
 
 import numpy as _np
 
-from . import _heap, _work, clock
+from . import _heap, _params, _work, clock
 from . import _state as S
 
 P = clock.P
@@ -43,9 +43,9 @@ def pinned_buffer(addr: int):
 def release(addr: int) -> None:
     """Free an allocation whose array was collected (numba's deferred cuMemFree). Its address is
     never reused, so any later use of it is seen."""
-    a = _heap.allocs.pop(addr, None)
+    a = _heap.allocs.get(addr)
     if a is not None:
-        a.freed = True
+        _heap.release(a)
 
 
 class ArrayArg:
@@ -90,6 +90,17 @@ def register_function(name, run, gpu_us) -> int:
     return handle
 
 
+def kernel_node_params(func: int, grid, block, values):
+    """cuda-bindings' ``cudaKernelNodeParams`` for a registered function, its ``kernelParams`` a
+    parameter block of ``values`` the simulator can read (what numba's block is on a GPU)."""
+    return _params.kernel_params(func, grid, block, values)
+
+
+def kernel_param_values(params) -> tuple:
+    """The parameter values of a ``cudaKernelNodeParams`` the simulator built."""
+    return _params.values_of(int(params.kernelParams))
+
+
 def function_name(func: int) -> str | None:
     """The name a function handle was registered with (None: no such function)."""
     fn = S.functions.get(func)
@@ -116,8 +127,9 @@ def capturing(stream: int) -> bool:
 
 
 def refuse_in_capture(stream: int):
-    """What CUDA does when numba would copy a host array inside a capture: the copy is
-    unsupported (900) and the capture is invalidated. Returns the error."""
+    """What a GPU does when numba is given a host array inside a capture: numba's temporary
+    device buffer cannot be allocated on a capturing stream (900), and the capture is
+    invalidated (as when CUDA itself refuses the allocation). Returns the error."""
     S.invalidate(S.stream(stream).capture)
     return S.fail(S.E.cudaErrorStreamCaptureUnsupported)
 

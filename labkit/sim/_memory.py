@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from cuda.bindings import runtime as _cr
 
-from . import _heap
+from .. import _calibration
+from . import _graphmem, _heap
 from . import _state as S
 from . import _work
 from . import clock as _clock
@@ -21,6 +22,42 @@ def cudaMalloc(size):
     return E.cudaSuccess, _heap.new_alloc(size).addr
 
 
+def cudaFree(devPtr):
+    err = S.refuse_unsafe()
+    if err is not None:
+        return (err,)
+    addr = _heap.ptr(devPtr)
+    if addr == 0:                   # CUDA's documented no-op (the idiom that initializes it)
+        return S.OK
+    if addr in _graphmem.sizes:     # a graph allocation, freed outside any graph
+        err = _graphmem.free(addr)
+        return (S.fail(err),) if err != E.cudaSuccess else S.OK
+    a = _heap.allocs.get(addr)
+    if a is None or a.freed or a.pinned:
+        return (S.fail(E.cudaErrorInvalidValue),)
+    _heap.release(a)
+    _clock.api("cudaFree", P("api_us"))
+    return S.OK
+
+
+# ---------------------------------------------------------------- page-locked host memory
+
+_HOST_ALLOC_FLAGS = (_cr.cudaHostAllocPortable | _cr.cudaHostAllocMapped
+                     | _cr.cudaHostAllocWriteCombined)
+_REGISTER_FLAGS = (_cr.cudaHostRegisterPortable | _cr.cudaHostRegisterMapped
+                   | _cr.cudaHostRegisterReadOnly)
+
+
+def cudaHostAlloc(size, flags):
+    err = S.refuse_unsafe()
+    if err is not None:
+        return (err, None)
+    if int(flags) & ~_HOST_ALLOC_FLAGS:
+        return (S.fail(E.cudaErrorInvalidValue), None)
+    _clock.api("cudaHostAlloc", P("malloc_us"))
+    return E.cudaSuccess, _heap.new_alloc(size, pinned=True, flags=flags).addr
+
+
 def cudaMallocHost(size):
     err = S.refuse_unsafe()
     if err is not None:
@@ -29,40 +66,94 @@ def cudaMallocHost(size):
     return E.cudaSuccess, _heap.new_alloc(size, pinned=True).addr
 
 
-def cudaFree(devPtr):
-    err = S.refuse_unsafe()
-    if err is not None:
-        return (err,)
-    a = _heap.allocs.get(int(devPtr))
-    if a is None or a.freed or a.pinned:
-        return (S.fail(E.cudaErrorInvalidValue),)
-    del _heap.allocs[a.addr]        # the address is never handed out again: a later use is seen
-    a.freed = True
-    a.buf = _heap.np.zeros(1, _heap.np.uint8)
-    _clock.api("cudaFree", P("api_us"))
-    return S.OK
-
-
 def cudaFreeHost(ptr):
     err = S.refuse_unsafe()
     if err is not None:
         return (err,)
-    a = _heap.allocs.get(int(ptr))
-    if a is None or a.freed or not a.pinned:
+    addr = _heap.ptr(ptr)
+    if addr == 0:
+        return S.OK
+    a = _heap.allocs.get(addr)
+    if a is None or a.freed or not a.pinned or a.registered:
         return (S.fail(E.cudaErrorInvalidValue),)
-    del _heap.allocs[a.addr]
-    a.freed = True
+    _heap.release(a)
     return S.OK
 
 
+def cudaHostRegister(ptr, size, flags):
+    err = S.refuse_unsafe()
+    if err is not None:
+        return (err,)
+    if int(flags) & _cr.cudaHostRegisterIoMemory:
+        raise NotImplementedError("cudaHostRegister with cudaHostRegisterIoMemory is not "
+                                  "simulated (backend 'sim'): there is no I/O memory to map")
+    addr, size = _heap.ptr(ptr), int(size)
+    if (addr == 0 or size <= 0 or int(flags) & ~_REGISTER_FLAGS or _heap.in_sim_range(addr)
+            or _heap.find(addr) is not None and not _heap.find(addr)[0].pinned):
+        return (S.fail(E.cudaErrorInvalidValue),)
+    if _heap.overlaps_pinned(addr, size):
+        return (S.fail(E.cudaErrorHostMemoryAlreadyRegistered),)
+    _clock.api("cudaHostRegister", P("malloc_us"))
+    _heap.register(addr, size, flags)
+    return S.OK
+
+
+def cudaHostUnregister(ptr):
+    err = S.refuse_unsafe()
+    if err is not None:
+        return (err,)
+    a = _heap.allocs.get(_heap.ptr(ptr))
+    if a is None or not a.registered:
+        return (S.fail(E.cudaErrorHostMemoryNotRegistered),)
+    _heap.release(a)
+    _clock.api("cudaHostUnregister", P("api_us"))
+    return S.OK
+
+
+def cudaHostGetDevicePointer(pHost, flags):
+    # With unified addressing (every 64-bit CUDA GPU) page-locked memory is mapped, and its
+    # device pointer is its host pointer (registered memory: where the device can use host
+    # pointers for registered memory, as CUDA documents for such systems)
+    addr = _heap.ptr(pHost)
+    hit = _heap.find(addr)
+    if int(flags) != 0 or hit is None or not hit[0].pinned:
+        return (S.fail(E.cudaErrorInvalidValue), None)
+    return E.cudaSuccess, addr
+
+
+def cudaPointerGetAttributes(ptr):
+    addr = _heap.ptr(ptr)
+    attrs = _cr.cudaPointerAttributes()
+    hit = _heap.find(addr)
+    if hit is not None and not hit[0].pinned:
+        attrs.type, attrs.device = _cr.cudaMemoryType.cudaMemoryTypeDevice, 0
+        attrs.devicePointer = addr
+    elif hit is not None:
+        attrs.type, attrs.device = _cr.cudaMemoryType.cudaMemoryTypeHost, 0
+        attrs.devicePointer, attrs.hostPointer = addr, addr
+    elif _heap.in_sim_range(addr):
+        return (S.fail(E.cudaErrorInvalidValue), None)     # freed device memory
+    else:
+        attrs.type, attrs.device = _cr.cudaMemoryType.cudaMemoryTypeUnregistered, -2
+        attrs.hostPointer = addr
+    return E.cudaSuccess, attrs
+
+
 # ---------------------------------------------------------------- copies and memsets
+
+def _addressable(s, addr, count):
+    """Memory a copy on ``s`` may name: there now, or (while ``s`` captures) a graph
+    allocation's, which is there when the graph runs."""
+    return _heap.view(addr, count) is not None or (
+        s.capture is not None and _heap.in_graph_allocation(addr, count))
+
 
 def cudaMemcpyAsync(dst, src, count, kind, stream):
     s = S.stream(stream)
     if s is None:
         return (S.fail(E.cudaErrorInvalidResourceHandle),)
-    dst, src, count = int(dst), int(src), int(count)
-    if _heap.view(dst, count) is None or _heap.view(src, count) is None:
+    dst, src, count = _heap.ptr(dst), _heap.ptr(src), int(count)
+    if not (_addressable(s, dst, count) and _addressable(s, src, count)):
         return (S.fail(E.cudaErrorInvalidValue),)
     return (_work.submit(s, NT.cudaGraphNodeTypeMemcpy,
                          {"dst": dst, "src": src, "count": count,
@@ -70,14 +161,47 @@ def cudaMemcpyAsync(dst, src, count, kind, stream):
                          P("api_us"), "cudaMemcpyAsync"),)
 
 
+def cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, stream):
+    s = S.stream(stream)
+    if s is None:
+        return (S.fail(E.cudaErrorInvalidResourceHandle),)
+    dst, src, width, height = _heap.ptr(dst), _heap.ptr(src), int(width), int(height)
+    if width > int(dpitch) or width > int(spitch):
+        return (S.fail(E.cudaErrorInvalidPitchValue),)
+    rows = [(dst + r * int(dpitch), src + r * int(spitch)) for r in range(height)]
+    if not all(_addressable(s, d, width) and _addressable(s, x, width) for d, x in rows):
+        return (S.fail(E.cudaErrorInvalidValue),)
+    return (_work.submit(s, NT.cudaGraphNodeTypeMemcpy,
+                         {"dst": dst, "src": src, "count": width * height, "rows": rows,
+                          "width": width, "kind": _cr.cudaMemcpyKind(int(kind)),
+                          "name": "memcpy 2D"}, P("api_us"), "cudaMemcpy2DAsync"),)
+
+
+def cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind):
+    err = cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, 0)[0]
+    if err != E.cudaSuccess:
+        return (err,)
+    _clock.api("cudaMemcpy2D", P("sync_us"), wait_until=S.streams[0].ready_us)
+    return S.OK
+
+
+def cudaMemGetInfo():
+    """(free, total): the calibrated GPU's memory, less what the simulator holds allocated."""
+    total = int(_calibration.load().get("total_mem", 150109880320))
+    used = sum(a.nbytes for a in _heap.allocs.values() if not a.pinned)
+    return E.cudaSuccess, max(total - used, 0), total
+
+
 def cudaMemsetAsync(devPtr, value, count, stream):
     s = S.stream(stream)
     if s is None:
         return (S.fail(E.cudaErrorInvalidResourceHandle),)
-    if _heap.find(int(devPtr), int(count)) is None:
+    dst = _heap.ptr(devPtr)
+    if _heap.find(dst, int(count)) is None and not (
+            s.capture is not None and _heap.in_graph_allocation(dst, int(count))):
         return (S.fail(E.cudaErrorInvalidValue),)
     return (_work.submit(s, NT.cudaGraphNodeTypeMemset,
-                         {"dst": int(devPtr), "value": int(value), "count": int(count),
+                         {"dst": dst, "value": int(value), "count": int(count),
                           "name": "memset"}, P("api_us"), "cudaMemsetAsync"),)
 
 
@@ -98,14 +222,10 @@ def cudaMemset(devPtr, value, count):
 
 # ---------------------------------------------------------------- stream-ordered allocation
 
-_graph_allocs: set[int] = set()   # addresses that captured mem-alloc nodes hand out
-
-
 def cudaMallocAsync(size, hStream):
     # Outside a capture, an allocation now (the simulator computes data at submission, so the
-    # stream order holds), and as potentially unsafe as cudaMalloc. In a capture, a mem-alloc
-    # node, whose address is fixed when captured (as CUDA's) and valid from then on: the node's
-    # memory is not taken back when the graph is destroyed.
+    # stream order holds), and as potentially unsafe as cudaMalloc. In a capture, an allocation
+    # node (`labkit.sim._graphmem`): its address is fixed now, its memory made at each launch.
     s = S.stream(hStream)
     if s is None:
         return (S.fail(E.cudaErrorInvalidResourceHandle), None)
@@ -113,25 +233,25 @@ def cudaMallocAsync(size, hStream):
         return cudaMalloc(size)
     if s.capture.status != _ACTIVE:
         return (S.fail(E.cudaErrorStreamCaptureInvalidated), None)
-    a = _heap.new_alloc(size)
-    _graph_allocs.add(a.addr)
-    _work.submit(s, NT.cudaGraphNodeTypeMemAlloc, {"dst": a.addr, "bytesize": int(size),
-                                                  "name": "mem alloc"}, P("api_us"),
-                 "cudaMallocAsync")
-    return E.cudaSuccess, a.addr
+    payload = _graphmem.alloc_payload(size)
+    if payload is None:
+        return (S.fail(E.cudaErrorInvalidValue), None)
+    _work.submit(s, NT.cudaGraphNodeTypeMemAlloc, payload, P("api_us"), "cudaMallocAsync")
+    return E.cudaSuccess, payload["dst"]
 
 
 def cudaFreeAsync(devPtr, hStream):
-    # Outside a capture, cudaFree's rules. In a capture, a mem-free node, for graph memory only:
-    # memory allocated outside any graph is cudaErrorInvalidValue and the capture stays active
-    # (H200). The node frees nothing in the simulator.
+    # Outside a capture, cudaFree's rules (a graph allocation included). In a capture, a free
+    # node, for graph memory only: memory allocated outside any graph is cudaErrorInvalidValue
+    # and the capture stays active (H200).
     s = S.stream(hStream)
     if s is None:
         return (S.fail(E.cudaErrorInvalidResourceHandle),)
     if s.capture is None:
         return cudaFree(devPtr)
-    addr = int(devPtr)
-    if addr not in _graph_allocs or _heap.find(addr) is None:
-        return (S.fail(E.cudaErrorInvalidValue),)
+    addr = _heap.ptr(devPtr)
+    err = _graphmem.free_error(s.capture.graph, addr)
+    if err is not None:
+        return (S.fail(err),)
     return (_work.submit(s, NT.cudaGraphNodeTypeMemFree, {"dst": addr, "name": "mem free"},
                          P("api_us"), "cudaFreeAsync"),)

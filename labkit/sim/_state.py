@@ -114,8 +114,9 @@ class Exec:
 
 
 functions: dict[int, Function] = {}
-streams: dict[int, Stream] = {0: Stream(0, 0), LEGACY: Stream(LEGACY, 0),
-                              PER_THREAD: Stream(PER_THREAD, 0)}
+_legacy = Stream(0, 0)              # handle 0 and cudaStreamLegacy: one and the same stream
+streams: dict[int, Stream] = {0: _legacy, LEGACY: _legacy}
+_per_thread: dict[int, Stream] = {}   # cudaStreamPerThread: a stream of each host thread's own
 events: dict[int, Event] = {}
 graphs: dict[int, Graph] = {}
 execs: dict[int, Exec] = {}
@@ -125,8 +126,19 @@ nodes: dict[int, tuple] = {}      # node handle -> (graph, node)
 # ---------------------------------------------------------------- lookups
 
 def stream(handle):
-    s = streams.get(h(handle))
+    want = h(handle)
+    if want == PER_THREAD:
+        me = threading.get_ident()
+        if me not in _per_thread:
+            _per_thread[me] = Stream(PER_THREAD, 0)
+        return _per_thread[me]
+    s = streams.get(want)
     return None if s is None or s.destroyed else s
+
+
+def all_streams():
+    """Every stream: the legacy one, each thread's per-thread stream, those created."""
+    return list(streams.values()) + list(_per_thread.values())
 
 
 def event(handle):
@@ -179,7 +191,7 @@ def deps_in(g, handles):
 
 def active_captures():
     seen = {}
-    for s in streams.values():
+    for s in all_streams():
         if s.capture is not None and not s.destroyed:
             seen[s.capture.id] = s.capture
     return list(seen.values())

@@ -1,8 +1,11 @@
 """Streams and events of the simulated runtime, and host functions launched into a stream."""
 from __future__ import annotations
 
+import ctypes
+
 from cuda.bindings import runtime as _cr
 
+from . import _heap
 from . import _state as S
 from . import _work
 from . import clock as _clock
@@ -34,6 +37,13 @@ def cudaStreamDestroy(stream):
         return (S.fail(E.cudaErrorInvalidResourceHandle),)
     s.destroyed = True
     return S.OK
+
+
+def cudaStreamGetFlags(hStream):
+    s = S.stream(hStream)
+    if s is None:
+        return (S.fail(E.cudaErrorInvalidResourceHandle), None)
+    return E.cudaSuccess, s.flags
 
 
 def _stream_check(s):
@@ -74,6 +84,24 @@ def cudaLaunchHostFunc(stream, fn, userData):
                          P("api_us"), "cudaLaunchHostFunc"),)
 
 
+def cudaStreamAddCallback(stream, callback, userData, flags):
+    # CUDA's older host callback: called with (stream, status, userData) in stream order; flags
+    # must be 0, and a capturing stream refuses it (cudaLaunchHostFunc is what a graph takes).
+    # Called now: data is computed in host program order, one valid order of the stream
+    s = S.stream(stream)
+    if s is None:
+        return (S.fail(E.cudaErrorInvalidResourceHandle),)
+    if int(flags) != 0:
+        return (S.fail(E.cudaErrorInvalidValue),)
+    if s.capture is not None:
+        S.invalidate(s.capture)
+        return (S.fail(E.cudaErrorStreamCaptureUnsupported),)
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)(S.h(callback))
+    _clock.api("cudaStreamAddCallback", P("api_us"))
+    fn(s.handle or None, 0, _heap.ptr(userData) or None)
+    return S.OK
+
+
 # ---------------------------------------------------------------- events
 
 def _create_event(flags):
@@ -110,9 +138,18 @@ def cudaEventRecord(event, stream):
         return S.OK
     _clock.api("cudaEventRecord", P("api_us"))
     e.captured = None
-    e.time_us = max(s.ready_us, _clock.host_us())
+    e.time_us = max(s.ready_us, _work.ordered_start(s, _clock.host_us()))
     s.ready_us = e.time_us
     return S.OK
+
+
+def cudaEventRecordWithFlags(event, stream, flags=0):
+    if int(flags) & ~int(_cr.cudaEventRecordExternal):
+        return (S.fail(E.cudaErrorInvalidValue),)
+    if int(flags):
+        raise NotImplementedError("cudaEventRecordWithFlags(cudaEventRecordExternal) is not "
+                                  "simulated (backend 'sim'): an external event node")
+    return cudaEventRecord(event, stream)
 
 
 def _event_check(e):

@@ -2,16 +2,23 @@
 captures), running a node's computation, and what a node costs on the GPU clock.
 
 Data is computed when work is submitted (in host program order), which is one valid order for
-a correctly synchronized program; timing comes from `labkit.sim.clock`.
+a correctly synchronized program; timing comes from `labkit.sim.clock`. Stream order, as CUDA
+documents it ("Stream synchronization behavior"): work on the legacy default stream (handle 0
+or ``cudaStreamLegacy``) starts after all earlier work of every blocking stream, and work on a
+blocking stream after all earlier work of the legacy stream; streams made with
+``cudaStreamNonBlocking`` are exempt from both. The per-thread default stream
+(``cudaStreamPerThread``: each host thread its own, `labkit.sim._state.stream`) is a blocking
+stream like any other, as CUDA documents it.
 """
 from __future__ import annotations
 
 import ctypes
 
+import numpy as np
 from cuda.bindings import runtime as _cr
 
 from . import _conditional as _cond
-from . import _heap
+from . import _graphmem, _heap
 from . import _state as S
 from . import clock as _clock
 
@@ -24,6 +31,18 @@ NO_SPAN = (NT.cudaGraphNodeTypeEmpty,   # nodes that do no GPU work of their own
 def kind(ntype):
     return {NT.cudaGraphNodeTypeKernel: "kernel", NT.cudaGraphNodeTypeMemcpy: "memcpy",
             NT.cudaGraphNodeTypeMemset: "memset"}.get(ntype, "kernel")
+
+
+def ordered_start(s, earliest: float) -> float:
+    """The earliest GPU start of new work on ``s``, given the legacy stream's implicit
+    synchronization with blocking streams (``earliest``: when the host could have it run)."""
+    legacy = S.streams[0]
+    if s is legacy:
+        return max([earliest] + [t.ready_us for t in S.all_streams()
+                                 if t.blocking and not t.destroyed])
+    if s.blocking:
+        return max(earliest, legacy.ready_us)
+    return earliest
 
 
 def submit(s, ntype, payload, host_cost_us, api_name):
@@ -46,7 +65,7 @@ def submit(s, ntype, payload, host_cost_us, api_name):
     if err != E.cudaSuccess:
         return S.fail(err)
     _clock.api(api_name, host_cost_us)
-    start = max(s.ready_us, _clock.host_us() + P("launch_latency_us"))
+    start = max(s.ready_us, ordered_start(s, _clock.host_us() + P("launch_latency_us")))
     s.ready_us = start + node_gpu_us(ntype, payload)
     _clock.gpu_span(s.handle, payload.get("name", api_name), start, s.ready_us, kind(ntype))
     return E.cudaSuccess
@@ -75,6 +94,8 @@ def node_gpu_us(ntype, payload):
 def run_node(ntype, payload):
     if ntype == NT.cudaGraphNodeTypeKernel:
         return _run_kernel(payload)
+    if ntype == NT.cudaGraphNodeTypeMemcpy and "rows" in payload:
+        return _copy_rows(payload)
     if ntype == NT.cudaGraphNodeTypeMemcpy:
         n = payload["count"]
         dst, src = _heap.view(payload["dst"], n), _heap.view(payload["src"], n)
@@ -83,11 +104,7 @@ def run_node(ntype, payload):
         dst[:] = src
         return E.cudaSuccess
     if ntype == NT.cudaGraphNodeTypeMemset:
-        dst = _heap.view(payload["dst"], payload["count"])
-        if dst is None:
-            return E.cudaErrorInvalidValue
-        dst[:] = payload["value"] & 0xFF
-        return E.cudaSuccess
+        return _memset(payload)
     if ntype == NT.cudaGraphNodeTypeConditional:
         return _run_conditional(payload)
     if ntype == NT.cudaGraphNodeTypeGraph:
@@ -96,6 +113,35 @@ def run_node(ntype, payload):
     if ntype == NT.cudaGraphNodeTypeHost:
         ctypes.CFUNCTYPE(None, ctypes.c_void_p)(payload["fn"])(payload["data"] or None)
         return E.cudaSuccess
+    if ntype in _graphmem.MEMORY_NODES:
+        return _graphmem.run(ntype, payload)
+    return E.cudaSuccess
+
+
+def _copy_rows(payload):
+    w = payload["width"]
+    views = [(_heap.view(d, w), _heap.view(s, w)) for d, s in payload["rows"]]
+    if any(d is None or s is None for d, s in views):
+        return E.cudaErrorInvalidValue
+    for d, s in views:
+        d[:] = s
+    return E.cudaSuccess
+
+
+_ELEMENT = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+
+
+def _memset(payload):
+    """``height`` rows of ``width`` elements (``elementSize`` bytes) set to ``value``."""
+    size = payload.get("elementSize", 1)
+    width = payload.get("width", payload["count"])
+    pitch = payload.get("pitch", width * size)
+    rows = [_heap.view(payload["dst"] + r * pitch, width * size)
+            for r in range(payload.get("height", 1))]
+    if any(r is None for r in rows):
+        return E.cudaErrorInvalidValue
+    for r in rows:
+        r.view(_ELEMENT[size])[:] = payload["value"] & (0xFF if size == 1 else (1 << 8 * size) - 1)
     return E.cudaSuccess
 
 

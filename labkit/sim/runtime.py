@@ -9,7 +9,9 @@ module:
 * `labkit.sim._heap` and `labkit.sim._memory`: memory and the calls on it;
 * `labkit.sim._streams`: streams, events, host functions;
 * `labkit.sim._capture` (with `labkit.sim._capture_rules`): stream capture;
-* `labkit.sim._graphs`, `labkit.sim._exec`: graphs, and executable graphs;
+* `labkit.sim._graphs`, `labkit.sim._nodes`, `labkit.sim._exec`: graphs, their nodes (through
+  cuda-bindings' own structs, `labkit.sim._params`), and executable graphs;
+* `labkit.sim._graphmem`: graph memory (allocation and free nodes);
 * `labkit.sim._conditional`: conditional nodes' handles and rules;
 * `labkit.sim._work`: running work, and what it costs on the GPU clock;
 * `labkit.sim._device`: the device, versions, errors.
@@ -27,11 +29,11 @@ costs ``raw_node_update_us`` (the driver's call with a prebuilt parameter block)
 ``cudaGraphAddKernelNode`` costs ``add_kernel_node_us``.
 
 Kernels are registered functions (`labkit.sim._hooks.register_function`), named by handle in
-``cudaKernelNodeParams.func``. ``kernelParams`` holds the parameter values themselves (a
-tuple; arrays as `_hooks.ArrayArg`: address and layout), not a ``void**``: a raw pointer
-array cannot be read back into Python values. Arrays are referred to by address only, so a
-node does not keep an array alive: freed memory (``cudaFree``, or a labkit array collected) is
-never reused, and a kernel that touches it fails ``cudaErrorIllegalAddress``.
+``cudaKernelNodeParams.func`` (or ``cuFunc``). ``kernelParams`` must be a parameter block the
+simulator built (`labkit.sim._params`): a raw ``void**`` cannot be read back into Python
+values. Arrays are referred to by address only, so a node does not keep an array alive: freed
+memory (``cudaFree``, or a labkit array collected) is never reused, and a kernel that touches it
+fails ``cudaErrorIllegalAddress``.
 
 ``labkit.rt`` on the simulator is `labkit.sim.rt`, which exposes only the names here that
 ``cuda.bindings.runtime`` has.
@@ -40,9 +42,10 @@ from __future__ import annotations
 
 from cuda.bindings import runtime as _cr
 
-from . import _capture, _conditional, _device, _exec, _graphs, _memory, _streams
+from . import (_capture, _conditional, _device, _exec, _graphmem, _graphs, _memory, _nodes,
+               _streams)
 
-_MODULES = (_capture, _conditional, _device, _exec, _graphs, _memory, _streams)
+_MODULES = (_capture, _conditional, _device, _exec, _graphmem, _graphs, _memory, _nodes, _streams)
 for _m in _MODULES:          # each module's CUDA calls and structs: the names that start "cuda"
     globals().update({n: v for n, v in vars(_m).items() if n.startswith("cuda")})
 
@@ -54,7 +57,10 @@ for _name in ("cudaError_t", "cudaStreamCaptureMode", "cudaStreamCaptureStatus",
               "cudaEventDefault", "cudaEventDisableTiming", "cudaEventBlockingSync",
               "cudaGraphConditionalHandle", "cudaGraphConditionalNodeType",
               "cudaGraphConditionalHandleFlags", "cudaStreamUpdateCaptureDependenciesFlags",
-              "cudaGraphInstantiateFlags", "cudaHostFn_t"):
+              "cudaGraphInstantiateFlags", "cudaHostFn_t", "cudaKernelNodeParams",
+              "cudaGraphNodeParams", "cudaConditionalNodeParams",
+              # helpers that build structs, no GPU needed
+              "make_cudaExtent", "make_cudaPitchedPtr", "make_cudaPos"):
     globals()[_name] = getattr(_cr, _name)
 
 

@@ -7,8 +7,6 @@
 # ---
 
 # %% [markdown]
-# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/cuda-graphs-lab/blob/main/notebooks/00_setup.ipynb) In Colab, the first code cell installs the course.
-#
 # # 00 — Welcome and setup check
 #
 # This course shows why GPU inference that runs many short kernels stalls on *launch overhead*,
@@ -25,25 +23,7 @@
 # 3. Read the course's plots: the timeline, and where every figure's numbers come from.
 # 4. Recognise a labkit error: CUDA's error code plus a hint that names the fix.
 #
-# About 10 minutes.
-
-# %%
-# Only in Google Colab: install the course into this runtime (cu12 on a GPU runtime: Colab's
-# drivers run CUDA 12). Anywhere else this cell does nothing.
-import sys
-
-if "google.colab" in sys.modules:
-    import importlib, shutil, subprocess
-    extra = "[cu12]" if shutil.which("nvidia-smi") else ""
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                           f"cuda-graphs-lab{extra} @ git+https://github.com/OWNER/cuda-graphs-lab"],
-                          capture_output=True, text=True)
-    if done.returncode:
-        raise RuntimeError("pip could not install the course:\n" + done.stderr[-3000:])
-    importlib.invalidate_caches()
-    print(f"Colab: the course is installed (cuda-graphs-lab{extra})")
-else:
-    print("Not in Colab: this cell installs nothing (elsewhere, install as the README says)")
+# About 15 minutes.
 
 # %%
 import labkit            # first: it chooses the backend before numba.cuda is imported
@@ -146,17 +126,23 @@ print(f"p5..p95 spread: {st.percentile(5):.2f} .. {st.p95:.2f} µs")
 with timing.timeline() as rec:
     workloads.chain(5, x, s)              # five add_one launches back to back
     s.synchronize()
-plot.timeline(rec.timeline, title="Five eager add_one launches")
+plot.timeline(rec.timeline, title="Five eager add_one launches", stream_names={s: "stream s"})
 plt.show()
 
 # %% [markdown]
 # Look at the stream row: are the green kernels back to back, or separated by gaps? Notebook 01
-# measures those gaps.
+# measures those gaps. For scale, what one real GPU measured for the same pieces:
+
+# %%
+from labkit.course import reference
+reference.note("00")
 #
 # ## When CUDA says no
 #
 # labkit turns a failing call into a `labkit.CudaError`: CUDA's name and code, its description,
-# and a hint that names the fix. Here the legacy NULL stream (stream 0), which cannot be captured:
+# and a hint that names the fix. Here the legacy NULL stream (stream 0), which cannot be captured
+# (notebook 02 explains capture). One CUDA error code can have several causes: the hint lists
+# the usual ones for that code, and the message starts with the call that failed.
 
 # %%
 try:

@@ -7,40 +7,25 @@
 # ---
 
 # %% [markdown]
-# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/OWNER/cuda-graphs-lab/blob/main/notebooks/02_stream_capture.ipynb) In Colab, run `%pip install -q "cuda-graphs-lab[cu12] @ git+https://github.com/OWNER/cuda-graphs-lab"` first.
-#
 # # 02 — Stream capture
 #
 # **Prerequisites:** notebook 01 (what a launch costs).
 #
 # **Learning goals**
 #
-# 1. Write the classic C++ capture example in Python through `labkit.rt`, line for line, with
+# 1. Know what a capture records (and that it runs nothing), what a graph and an executable
+#    graph are, what a node freezes, and in what order launches of one executable run.
+# 2. Write the classic C++ capture example in Python through `labkit.rt`, line for line, with
 #    every return code checked.
-# 2. Do the same with `labkit.capture` (a context manager that always ends the capture) and with
+# 3. Do the same with `labkit.capture` (a context manager that always ends the capture) and with
 #    cuda.core's `GraphBuilder`.
-# 3. Recognise each capture pitfall by its error code, and fix it: the legacy NULL stream, a
-#    synchronize inside the capture, a host array passed to a numba kernel, a call that global
-#    mode forbids but relaxed mode allows, and an ignored error that invalidates the capture.
-# 4. Know why every warm-up (JIT, module load, allocation) belongs before the capture.
-# 5. Check that the graph computes exactly what the eager launches compute.
+# 4. Recognise each capture pitfall by its error code, and fix it: the legacy NULL stream, a
+#    synchronize inside the capture, a host array passed to a numba kernel, an allocation that
+#    global mode refuses and relaxed mode lets through uncaptured, an ignored error, and a free
+#    you did not write.
+# 5. Know why every warm-up (JIT, module load, allocation) belongs before the capture.
 #
-# About 30 minutes.
-#
-# The C++ we translate (one request = `preprocess`, `infer_step`, copy the answer to the host):
-#
-# ```cpp
-# cudaStreamCreate(&stream);
-# cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);
-# preprocess<<<grid, block, 0, stream>>>(input, work);
-# infer_step<<<grid, block, 0, stream>>>(work, output);
-# cudaMemcpyAsync(host_output, output, bytes, cudaMemcpyDeviceToHost, stream);
-# cudaStreamEndCapture(stream, &graph);
-# cudaGraphInstantiate(&graph_exec, graph, nullptr, nullptr, 0);
-# for (request...) cudaGraphLaunch(graph_exec, stream);
-# cudaStreamSynchronize(stream);
-# cudaGraphExecDestroy(graph_exec); cudaGraphDestroy(graph); cudaStreamDestroy(stream);
-# ```
+# About 60 minutes. The last section, the full capture-mode matrix, is optional.
 
 # %%
 import labkit            # first: it chooses the backend before numba.cuda is imported
@@ -48,6 +33,7 @@ import numpy as np
 import matplotlib.pyplot as plt
 from labkit import rt, check, timing, plot
 from labkit.course import workloads
+from labkit.course.claims import nb02 as claims
 
 print("backend :", labkit.backend, f"({labkit.backend_reason})")
 print("device  :", labkit.device_name())
@@ -73,11 +59,122 @@ host_out = labkit.pinned_array(N)         # page-locked: what cudaMemcpyAsync wa
 NBYTES = host_out.nbytes
 
 # %% [markdown]
+# ## Before the code: what capture records, and what it makes
+#
+# While a stream is **capturing**, the work submitted to it does not run. Each kernel launch and
+# each copy is *recorded* as a node of a graph, with an edge from the work before it on the
+# stream. Nothing reaches the GPU until the graph is launched. One request of this notebook,
+# captured:
+#
+# ```text
+#  your code, stream s capturing             what is recorded (a graph: a template)
+#  ─────────────────────────────             ──────────────────────────────────────
+#  cudaStreamBeginCapture(s)                 s starts recording; nothing will run
+#  preprocess[grid, block, s](inp, work) ──▶ node 0  kernel preprocess  grid, block, @inp, @work
+#                                                │
+#  infer_step[grid, block, s](work, out) ──▶ node 1  kernel infer_step  grid, block, @work, @out
+#                                                │
+#  cudaMemcpyAsync(host_out, out, n, s)  ──▶ node 2  copy n bytes  @out ──▶ @host_out
+#  cudaStreamEndCapture(s)               ──▶ the graph                       (@ = an address)
+#        │
+#        │ cudaGraphInstantiate: checked, every launch prepared once
+#        ▼
+#  executable graph (a snapshot of the graph as it was then)
+#        │
+#        │ cudaGraphLaunch(exec, s), as often as you like
+#        ▼
+#  GPU:  preprocess → infer_step → copy | preprocess → infer_step → copy | ...
+#        ╰─────── launch 1 ───────────╯   ╰─────── launch 2 ───────────╯   one after another
+# ```
+#
+# * **What a node freezes.** A kernel node holds the kernel, its launch configuration (grid,
+#   block, shared memory) and the *value* of every argument at capture: for an array, its device
+#   address (with its shape and strides); for a scalar such as `2.0`, the number itself. A copy node holds its source,
+#   destination and size. What is **not** frozen is the data at those addresses: a replay reads
+#   whatever `inp` holds at that moment. That is how a server replays one graph for many
+#   requests: it copies each request into `inp`, then launches.
+# * **Graph and executable graph.** The graph (`cudaGraph_t`, here `cap.graph`) is a template:
+#   you can inspect it, edit its nodes, instantiate it. `cudaGraphInstantiate` turns it into an
+#   **executable graph** (`cudaGraphExec_t`): it checks the graph and prepares every launch once,
+#   so that a replay is a single call. The executable is a snapshot: editing the graph afterwards
+#   does not change it (notebook 05 updates an executable on purpose).
+# * **Launches of one executable run one after another.** Each launch is ordered behind the
+#   earlier work of its stream and behind every earlier launch of the same executable, even
+#   one on another stream. To run one graph twice at the same time, instantiate it twice.
+#
+# Three small demos, on `scale` (`x *= a`) and `add_one`. First: capture runs nothing, and a
+# node keeps the scalar and the address it was captured with.
+
+# %%
+s = labkit.Stream()
+y = labkit.to_device(np.ones(1024, np.float32))
+workloads.scale[4, 256, s](y, 1.0)        # warm-up outside the capture (see "Why warm up first")
+s.synchronize()
+
+a = 2.0
+with labkit.capture(s) as cap:
+    workloads.scale[4, 256, s](y, a)      # recorded: scale, 4 × 256, y's address, 2.0
+print("after the capture      y =", y.copy_to_host()[:3], "(nothing ran)")
+
+ex = cap.graph.instantiate(upload_stream=s)
+a = 10.0                                  # too late: the node holds 2.0
+ex.launch(s); s.synchronize()
+print("after one launch       y =", y.copy_to_host()[:3])
+
+captured_y = y
+y = labkit.to_device(np.ones(1024, np.float32))   # a new array: a new address
+ex.launch(s); s.synchronize()
+print("after a second launch  y =", y.copy_to_host()[:3], " captured_y =", captured_y.copy_to_host()[:3])
+assert np.all(captured_y.copy_to_host() == 4) and np.all(y.copy_to_host() == 1)
+
+# %% [markdown]
+# Changing `a` or rebinding the name `y` in Python changed nothing the graph holds: the replay
+# scaled the captured array by the captured 2.0, twice.
+#
+# Second: edit the *graph* after instantiation (point its node at the new `y`, with 10.0). The
+# executable made before the edit keeps its snapshot; a new instantiation sees the edit.
+
+# %%
+cap.graph.set_kernel_args(0, workloads.scale, 4, 256, y, 10.0)   # edit the template
+ex.launch(s); s.synchronize()
+print("old executable:  captured_y =", captured_y.copy_to_host()[:3], " y =", y.copy_to_host()[:3])
+ex_new = cap.graph.instantiate(upload_stream=s)
+ex_new.launch(s); s.synchronize()
+print("new executable:  captured_y =", captured_y.copy_to_host()[:3], " y =", y.copy_to_host()[:3])
+assert np.all(captured_y.copy_to_host() == 8) and np.all(y.copy_to_host() == 10)
+
+# %% [markdown]
+# Third: launch one executable of five `add_one` kernels three times, twice on `s` and once on
+# a second stream `s2` in between. The timeline shows the three runs one after another, also the
+# one on `s2`.
+
+# %%
+s2 = labkit.Stream()
+z = labkit.to_device(np.zeros(1024, np.float32))
+with labkit.capture(s) as cap5:
+    workloads.chain(5, z, s)
+ex5 = cap5.graph.instantiate(upload_stream=s)
+with timing.timeline() as rec:
+    ex5.launch(s)
+    ex5.launch(s2)                        # another stream: still after the first launch
+    ex5.launch(s)
+    s.synchronize(); s2.synchronize()
+plot.timeline(rec.timeline, title="One executable (5 kernels) launched 3 times on two streams",
+              stream_names={s: "stream s", s2: "stream s2"})
+plt.show()
+print("z =", z.copy_to_host()[:3], "(three launches of +5)")
+assert np.all(z.copy_to_host() == 15)
+
+# %% [markdown]
+# Takeaway: a capture records work and its arguments; instantiate takes a snapshot; each launch
+# replays that snapshot on whatever data the recorded addresses hold, one launch after another.
+#
 # ## Step 0: run it eagerly first
 #
-# This run gives the reference answer, and it is the **warm-up**: the first launch of each kernel
-# compiles it and loads it onto the GPU. That must not happen inside a capture (see "Why warm up
-# first" below).
+# Now the request: `preprocess`, `infer_step`, copy the answer to the host. This eager run gives
+# the reference answer, and it is the **warm-up**: the first launch of each kernel compiles it
+# and loads it onto the GPU. That must not happen inside a capture (see "Why warm up first"
+# below).
 
 # %%
 warm = labkit.Stream()
@@ -91,19 +188,31 @@ print("eager output matches numpy:", eager_out[:4])
 # %% [markdown]
 # ## The C++ example, line for line
 #
-# Every runtime call returns `(err, *values)`; `check` raises a `CudaError` with a hint when `err`
-# is not success, and returns the values. Kernel launches go through numba, and labkit turns a
-# failing launch into the same `CudaError`.
+# The C++ we translate (CUDA 12 or later):
 #
-# Two deliberate changes from the C++:
+# ```cpp
+# cudaStreamCreate(&stream);
+# cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);
+# preprocess<<<grid, block, 0, stream>>>(input, work);
+# infer_step<<<grid, block, 0, stream>>>(work, output);
+# cudaMemcpyAsync(host_output, output, bytes, cudaMemcpyDeviceToHost, stream);
+# cudaStreamEndCapture(stream, &graph);
+# cudaGraphInstantiate(&graph_exec, graph, 0);      // flags; CUDA 11 took 5 arguments here
+# for (request...) cudaGraphLaunch(graph_exec, stream);
+# cudaStreamSynchronize(stream);
+# cudaGraphExecDestroy(graph_exec); cudaGraphDestroy(graph); cudaStreamDestroy(stream);
+# ```
 #
-# * `cudaStreamCreateWithFlags(cudaStreamNonBlocking)` instead of `cudaStreamCreate`. A plain
-#   stream is *blocking*: it synchronizes with the legacy NULL stream. If anything (a library, a
-#   numba default-stream call) touches the legacy stream while a blocking stream captures, that
-#   work would have to wait on the capture, which CUDA refuses with
-#   `cudaErrorStreamCaptureImplicit` (906) and the capture is lost. Demonstrated below.
-# * `cudaGraphInstantiate(graph, flags)`: since CUDA 12 the call takes flags instead of the
-#   error-node and log-buffer arguments of the older C++ signature.
+# In Python every runtime call returns `(err, *values)`: an output argument such as `&graph`
+# becomes a returned value. `check` raises a `CudaError` with a hint when `err` is not success,
+# and returns the values. Kernel launches go through numba, and labkit turns a failing launch
+# into the same `CudaError`.
+#
+# One deliberate change from the C++: `cudaStreamCreateWithFlags(cudaStreamNonBlocking)` instead
+# of `cudaStreamCreate`. A plain stream is *blocking*: it synchronizes with the legacy NULL
+# stream. If anything (a library, a numba default-stream call) touches the legacy stream while a
+# blocking stream captures, that work would have to wait on the capture, which CUDA refuses with
+# `cudaErrorStreamCaptureImplicit` (906), and the capture is lost. Demonstrated below.
 #
 # The host buffer is pinned (page-locked). A capture also accepts pageable host memory, but a
 # pageable copy cannot be a truly asynchronous DMA (direct memory access: the GPU's copy engine
@@ -134,9 +243,8 @@ np.testing.assert_array_equal(raw_out, eager_out)
 print(f"{REQUESTS} graph launches, one synchronize: output equals the eager output")
 
 # %% [markdown]
-# Every launch here replays the same request, on the same buffers: a graph stores the addresses it
-# was captured with. A server copies each new request into `inp` (or updates the graph, notebook
-# 05).
+# Every launch here replays the same request, on the same buffers, as the primer said. A server
+# copies each new request into `inp` (or updates the graph, notebook 05).
 #
 # ### Why a non-blocking stream: the blocking one, failing
 #
@@ -167,10 +275,10 @@ assert code_906 == 906 and int(err) == 901
 #
 # `labkit.capture(stream)` begins the capture, and always ends it, also when the block raises, so
 # a stream is never left capturing. `cap.graph` is a `labkit.Graph` that owns the handle and keeps
-# the arrays its kernels use alive.
+# the arrays its kernels use alive. The figure draws the recorded graph: the primer's three
+# nodes.
 
 # %% tags=["key-figure"]
-s = labkit.Stream()
 with labkit.capture(s) as cap:
     preprocess[GRID, BLOCK, s](inp, work)
     infer_step[GRID, BLOCK, s](work, out)
@@ -187,6 +295,13 @@ with cap.graph as g, g.instantiate(upload_stream=s) as ex:
 capture_out = host_out.copy()
 np.testing.assert_array_equal(capture_out, eager_out)
 print("labkit.capture: output equals the eager output")
+
+# %% [markdown]
+# What these steps cost on a real GPU, for scale (your own costs are measured in notebook 03):
+
+# %%
+from labkit.course import reference
+reference.note("02")
 
 # %% [markdown]
 # ## The same with cuda.core's `GraphBuilder`
@@ -233,14 +348,14 @@ else:
 # sticks.
 
 # %%
-def usable_again(stream):
+def usable_again(stream, name):
     """Not capturing any more, and ordinary work runs on it."""
     status = check(rt.cudaStreamIsCapturing(labkit.stream_handle(stream)), "cudaStreamIsCapturing")
     y = labkit.to_device(np.zeros(1024, np.float32))
     workloads.add_one[4, 256, stream](y)
     check(rt.cudaStreamSynchronize(labkit.stream_handle(stream)), "cudaStreamSynchronize")
     assert int(status) == 0 and y.copy_to_host()[0] == 1
-    print(f"-> stream {labkit.stream_handle(stream)}: {status.name}, and usable again")
+    print(f"-> {name}: not capturing, and usable again")
 
 s1 = labkit.Stream()
 
@@ -248,7 +363,8 @@ s1 = labkit.Stream()
 # ### 1. The legacy NULL stream
 #
 # Stream 0 cannot be captured (it synchronizes with every blocking stream). The call fails, on
-# purpose; the cell prints the error it raises:
+# purpose; the cell prints the error it raises. It is the same error, with the same hint, that
+# `labkit.capture(0)` raised in notebook 00:
 
 # %%
 try:
@@ -258,13 +374,17 @@ except labkit.CudaError as e:
 
 # %%
 rt.cudaGetLastError()
-usable_again(0)
+usable_again(0, "stream 0")
 
 # %% [markdown]
 # ### 2. A synchronize inside the capture
 #
-# While capturing, nothing runs, so there is nothing to wait for: the synchronize is refused (900)
-# and the capture is invalidated, so `cudaStreamEndCapture` returns 901 and no graph.
+# `cudaStreamSynchronize(s)` waits until everything submitted to `s` has finished. While `s`
+# captures, what you submit is only recorded: it will not run before the graph is launched, so
+# a wait for it could never end (and work submitted before the capture may still be running).
+# CUDA refuses the call instead (900) and invalidates the capture, so `cudaStreamEndCapture`
+# returns 901 and no graph. Synchronize before `cudaStreamBeginCapture` (that waits for the
+# earlier work), or after the graph has been launched.
 
 # %%
 check(rt.cudaStreamBeginCapture(s1.handle, GLOBAL), "cudaStreamBeginCapture")
@@ -275,13 +395,19 @@ print(labkit.CudaError(err_sync, "cudaStreamSynchronize inside the capture"))
 print(labkit.CudaError(err_end, "cudaStreamEndCapture"))
 rt.cudaGetLastError()
 assert (int(err_sync), int(err_end)) == (900, 901)
-usable_again(s1)
+usable_again(s1, "s1")
 
 # %% [markdown]
 # ### 3. A numba launch on a host array
 #
-# Passed a numpy array, numba silently copies it to the GPU, launches, and copies it back: a
-# synchronous copy, which a capture refuses.
+# Given a numpy array instead of a device array, numba does far more than a launch: it allocates
+# a temporary device buffer, copies the array into it, launches the kernel on that buffer,
+# copies the buffer back into your numpy array, and frees it. Inside a capture the allocation is
+# the step that fails: numba-cuda takes the buffer from cuda.core's stream-ordered memory pool,
+# on your stream, and an allocation from that pool is refused on a capturing stream. (Copies
+# are not the problem: a capture records them, as the request above did.) Even if the
+# allocation were allowed, the graph would keep the address of a buffer freed right after the
+# launch. Inside a capture, pass device arrays only (`labkit.to_device`, once, before).
 
 # %%
 code_host = None
@@ -292,25 +418,19 @@ except labkit.CudaError as e:
     code_host = e.code
     print(e)
 assert code_host == 900
-usable_again(s1)
+usable_again(s1, "s1")
 
 # %% [markdown]
-# ### 4. Capture modes: which calls a capture forbids, and to whom
+# ### 4. An allocation: global mode refuses it, relaxed mode lets it through uncaptured
 #
 # Some calls are *potentially unsafe* during a capture: `cudaMalloc` and `cudaFree`, pinned
-# allocations, waiting on or polling a stream or event that is not in the capture. They are
-# neither captured nor safe to run while the GPU's work is only being recorded (an allocation
-# may synchronize the device). Whether one is refused depends on two modes:
-#
-# * the **capture's mode**, the second argument of `cudaStreamBeginCapture`: global,
-#   thread-local or relaxed;
-# * the **calling thread's own mode**, global for every thread until it calls
-#   `cudaThreadExchangeStreamCaptureMode(mode)`, which sets it and returns the previous one.
-#
-# First the classic case, from the capturing thread: in global mode `cudaMalloc` is refused
-# (900) and the capture is lost; in relaxed mode it is allowed, but the allocation is not part
-# of the graph: it happens once, now, and every replay reuses that one address. Relaxed mode
-# makes the call legal, not captured.
+# allocations, waiting on a stream or event that is not in the capture. Which of them a capture
+# refuses depends on its **mode**, the second argument of `cudaStreamBeginCapture`. In
+# **global** mode (the usual one) `cudaMalloc` is refused (900) and the capture is lost. In
+# **relaxed** mode it is allowed, but the allocation is not part of the graph: it happens once,
+# now, and every replay reuses that one address. Relaxed mode makes the call legal, not
+# captured. (The optional section at the end has the whole picture: every mode, from every
+# thread.)
 
 # %%
 results = {}
@@ -325,19 +445,149 @@ for name, mode in (("global", GLOBAL), ("relaxed", RELAXED)):
         check(rt.cudaGraphDestroy(g), "cudaGraphDestroy")
     rt.cudaGetLastError()
     results[name] = (int(err_malloc), int(err_end))
-print("hint for 900:", labkit.hint_for(900))
 assert results == {"global": (900, 901), "relaxed": (0, 0)}
-usable_again(s1)
+usable_again(s1, "s1")
 
 # %% [markdown]
-# ### The matrix: call × capture mode × calling thread
+# ### 5. An ignored error invalidates the capture
 #
-# `labkit.course.capture_modes` runs one *cell* at a time: begin a capture on a non-blocking stream in
-# a mode, launch one kernel into it, make one call, then look at the capture and end it. The call
-# comes from the capturing thread or from another thread, each either in its default (global)
-# mode or after exchanging its own mode to relaxed. The cells below run now, on this backend
-# (about a hundred, well under a second); the whole matrix (25 calls, 300 cells) was probed on an
-# H200, and the conformance tests hold the simulator to every cell of it.
+# Someone polls the stream with `cudaStreamQuery` and ignores the return code. The query is refused
+# (900) and the capture is invalidated; nothing says so until the *next* launch fails with 901,
+# far from the cause.
+
+# %%
+check(rt.cudaStreamBeginCapture(s1.handle, GLOBAL), "cudaStreamBeginCapture")
+preprocess[GRID, BLOCK, s1](inp, work)
+rt.cudaStreamQuery(s1.handle)                 # return code ignored!
+launch_code = None
+try:
+    infer_step[GRID, BLOCK, s1](work, out)    # an innocent launch fails
+except labkit.CudaError as e:
+    launch_code = e.code
+    print("the next launch:", e)
+err_end, _ = rt.cudaStreamEndCapture(s1.handle)
+print(labkit.CudaError(err_end, "cudaStreamEndCapture"))
+rt.cudaGetLastError()
+assert launch_code == 901 and int(err_end) == 901
+usable_again(s1, "s1")
+
+# %% [markdown]
+# `labkit.capture` helps here: when the capture ends invalidated, it names the first failing call
+# it saw, so the 901 points back at the 900.
+
+# %%
+try:
+    with labkit.capture(s1):
+        preprocess[GRID, BLOCK, s1](inp, work)
+        rt.cudaStreamQuery(s1.handle)         # ignored again
+except labkit.CudaError as e:
+    print(e)
+    assert e.code == 901 and "900" in str(e)
+usable_again(s1, "s1")
+
+# %% [markdown]
+# ### 6. A free you did not write: numba's deferred frees
+#
+# When a numba device array is garbage-collected, numba does not free its memory at once. It
+# queues the free and empties the queue later: at a later allocation that runs short of memory,
+# or once more than ten frees (or a fifth of the GPU's memory) are pending. In plain numba code
+# that moment can fall inside a capture: a `cuMemFree` for an array from some earlier cell runs
+# while your stream captures, global mode refuses it (900), and the capture is invalidated by a
+# line you never wrote.
+#
+# `labkit.capture` holds numba's frees until the capture has ended, through numba's own
+# `cuda.defer_cleanup()`. When you capture with numba without labkit, do the same:
+#
+# ```python
+# from numba import cuda
+# with cuda.defer_cleanup():          # numba frees nothing inside this block
+#     ...                             # begin the capture, launch, end the capture
+# ```
+#
+# (The simulator frees memory through its own allocator and never inside a capture, so there
+# is nothing to show here without a GPU.)
+#
+# ## Why warm up first
+#
+# The first launch of a kernel in a process does far more than a launch: numba compiles the kernel
+# (JIT), the driver loads the module, numba may allocate. Inside a capture, at best that time is
+# spent at capture; at worst one of those steps is a call the capture refuses, and the capture is
+# lost as in the pitfalls above. Time a brand-new kernel's first and second launch:
+
+# %%
+from numba import cuda
+
+def _negate_ref(grid, block, a):
+    a[:] = -a
+
+@labkit.kernel(reference=_negate_ref)
+def negate(a):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] = -a[i]
+
+neg = labkit.to_device(np.ones(1024, np.float32))
+times = []
+for _ in range(2):
+    t0 = labkit.host_us()
+    negate[4, 256, s](neg)
+    s.synchronize()
+    times.append(labkit.host_us() - t0)
+print(f"first launch {times[0]:.0f} µs, second {times[1]:.1f} µs")
+if labkit.backend == "cuda":
+    claims.first_launch_much_slower(times[0], times[1])
+else:
+    print("(the simulator does not model compilation: on a GPU the first launch takes far longer)")
+
+# %% [markdown]
+# ## Graph output equals eager output
+#
+# All paths computed the same request. Checked with numpy, bit for bit (same kernels, same inputs):
+
+# %%
+outputs = {"raw labkit.rt": raw_out, "labkit.capture": capture_out}
+if builder_out is not None:
+    outputs["cuda.core GraphBuilder"] = builder_out
+for name, o in outputs.items():
+    np.testing.assert_array_equal(o, eager_out)
+    print(f"{name:24} == eager")
+
+# %% [markdown]
+# ## Summary
+#
+# * Capture records the work submitted to a stream into a graph and runs none of it. Each node
+#   freezes its kernel, launch configuration and argument values (addresses, scalars); the data
+#   at those addresses is read at each replay.
+# * Instantiate once (a snapshot: later edits of the graph do not reach it), launch many times;
+#   launches of one executable run one after another.
+# * Capture a stream you created, non-blocking, never stream 0.
+# * Inside a capture: no synchronize, no query, no host arrays to numba, no allocations (global
+#   mode); relaxed mode permits some of these but does not capture them.
+# * An ignored error surfaces later as 901: check every return code, or let `labkit.capture` tell
+#   you the first failing call. numba's deferred frees are held by `labkit.capture`; without it,
+#   use `cuda.defer_cleanup()`.
+# * Warm up (JIT, module load, allocations) before capturing.
+
+# %% [markdown]
+# ## Optional: the full capture-mode matrix
+#
+# Skip this on a first reading: it answers "which call is refused, in which mode, from which
+# thread" once and for all, and you will need it when a library you call from inside a capture
+# allocates or synchronizes. Then go on to the exercise below.
+#
+# Whether a potentially unsafe call is refused depends on two modes:
+#
+# * the **capture's mode**, the second argument of `cudaStreamBeginCapture`: global,
+#   thread-local or relaxed;
+# * the **calling thread's own mode**, global for every thread until it calls
+#   `cudaThreadExchangeStreamCaptureMode(mode)`, which sets it and returns the previous one.
+#
+# `labkit.course.capture_modes` runs one *cell* at a time: begin a capture on a non-blocking
+# stream in a mode, launch one kernel into it, make one call, then look at the capture and end
+# it. The call comes from the capturing thread or from another thread, each either in its
+# default (global) mode or after exchanging its own mode to relaxed. The cells below run now, on
+# this backend (one per square of the figure, in about a second); the conformance tests hold the simulator
+# to every cell of the same matrix probed on a real GPU.
 
 # %%
 from labkit.course import capture_modes
@@ -364,8 +614,8 @@ for what, previous in matrix["exchange"].items():
 #   and no graph.
 # * **Calls about the capture itself** are refused in every mode, from every thread, relaxed or
 #   not: waiting on or querying the capturing stream (900) or an event recorded in the capture
-#   (907), and `cudaDeviceSynchronize` (900). Nothing has run yet, so there is nothing to wait
-#   for.
+#   (907), and `cudaDeviceSynchronize` (900). The work they would wait for is only recorded and
+#   will not run before a launch.
 # * **Always allowed**: `cudaMallocAsync` on the capturing stream is *captured* (a memory-allocation
 #   node of the graph); a synchronous `cudaMemcpy` on the legacy stream (while a non-blocking
 #   stream captures); creating streams and events.
@@ -401,106 +651,8 @@ assert [cell["cudaStreamEndCapture", m, "other"]["rc"] for m in MODES] == [
     "cudaErrorStreamCaptureWrongThread", "cudaErrorStreamCaptureWrongThread", "cudaSuccess"]
 assert matrix["exchange"]["new thread sets relaxed, gets"] == "cudaStreamCaptureModeGlobal"
 print("the live matrix shows every rule above")
-usable_again(s1)
 
 # %% [markdown]
-# ### 5. An ignored error invalidates the capture
-#
-# Someone polls the stream with `cudaStreamQuery` and ignores the return code. The query is refused
-# (900) and the capture is invalidated; nothing says so until the *next* launch fails with 901,
-# far from the cause.
-
-# %%
-check(rt.cudaStreamBeginCapture(s1.handle, GLOBAL), "cudaStreamBeginCapture")
-preprocess[GRID, BLOCK, s1](inp, work)
-rt.cudaStreamQuery(s1.handle)                 # return code ignored!
-launch_code = None
-try:
-    infer_step[GRID, BLOCK, s1](work, out)    # an innocent launch fails
-except labkit.CudaError as e:
-    launch_code = e.code
-    print("the next launch:", e)
-err_end, _ = rt.cudaStreamEndCapture(s1.handle)
-print(labkit.CudaError(err_end, "cudaStreamEndCapture"))
-rt.cudaGetLastError()
-assert launch_code == 901 and int(err_end) == 901
-usable_again(s1)
-
-# %% [markdown]
-# `labkit.capture` helps here: when the capture ends invalidated, it names the first failing call
-# it saw, so the 901 points back at the 900.
-
-# %%
-try:
-    with labkit.capture(s1):
-        preprocess[GRID, BLOCK, s1](inp, work)
-        rt.cudaStreamQuery(s1.handle)         # ignored again
-except labkit.CudaError as e:
-    print(e)
-    assert e.code == 901 and "900" in str(e)
-usable_again(s1)
-
-# %% [markdown]
-# ## Why warm up first
-#
-# The first launch of a kernel in a process does far more than a launch: numba compiles the kernel
-# (JIT), the driver loads the module, numba may allocate. Inside a capture, at best that time is
-# spent at capture; at worst one of those steps is a call the capture refuses, and the capture is
-# lost as in the pitfalls above. Time a brand-new kernel's first and second launch:
-
-# %%
-from numba import cuda
-
-def _negate_ref(grid, block, a):
-    a[:] = -a
-
-@labkit.kernel(reference=_negate_ref)
-def negate(a):
-    i = cuda.grid(1)
-    if i < a.size:
-        a[i] = -a[i]
-
-y = labkit.to_device(np.ones(1024, np.float32))
-times = []
-for _ in range(2):
-    t0 = labkit.host_us()
-    negate[4, 256, s](y)
-    s.synchronize()
-    times.append(labkit.host_us() - t0)
-print(f"first launch {times[0]:.0f} µs, second {times[1]:.1f} µs")
-if labkit.backend == "cuda":
-    labkit.expect(times[0] > 10 * times[1], "a kernel's first launch (JIT + module load) is over 10× its second",
-                  measured=f"first {times[0]:.0f} µs, second {times[1]:.1f} µs",
-                  why="the kernel was already compiled (numba's cache) or a busy host slowed "
-                      "the second launch", look="the two times printed above")
-else:
-    print("(the simulator does not model compilation: on a GPU the first launch takes far longer)")
-
-# %% [markdown]
-# ## Graph output equals eager output
-#
-# All paths computed the same request. Checked with numpy, bit for bit (same kernels, same inputs):
-
-# %%
-outputs = {"raw labkit.rt": raw_out, "labkit.capture": capture_out}
-if builder_out is not None:
-    outputs["cuda.core GraphBuilder"] = builder_out
-for name, o in outputs.items():
-    np.testing.assert_array_equal(o, eager_out)
-    print(f"{name:24} == eager")
-
-# %% [markdown]
-# ## Summary
-#
-# * Capture records work submitted to a stream into a graph; instantiate once, launch many times,
-#   synchronize once.
-# * Capture a stream you created, non-blocking, never stream 0.
-# * Inside a capture: no synchronize, no query, no host arrays to numba, no allocations (global
-#   mode); relaxed mode permits some of these but does not capture them.
-# * An ignored error surfaces later as 901: check every return code, or let `labkit.capture` tell
-#   you the first failing call.
-# * Warm up (JIT, module load, allocations) before capturing.
-#
 # ## Exercise
 #
 # Capture one request into a graph that includes the copy of `out` into the pinned host buffer

@@ -1,11 +1,13 @@
 """`python -m labkit bench --decode`: every row is measured, and every decoder's tokens are
-numpy's (on the simulator, a short generation of a small model)."""
+numpy's (on the simulator, a short generation of a small model). The rows live in
+`labkit.course.decode_bench`; the CLI verb only prints them."""
+import json
 import math
 
 import pytest
 
-from labkit.course import decoder as dec
-from labkit.cli import decode_bench
+from labkit.cli import bench
+from labkit.course import decode_bench, decoder as dec
 
 
 @pytest.fixture(scope="module")
@@ -13,16 +15,32 @@ def res():
     return decode_bench.measure(repeat=1, m=dec.make_model(seed=0), n_tokens=16)
 
 
-def test_every_decoder_makes_numpys_tokens_and_the_loop_stops_at_eos(res):
+def test_every_decoder_makes_numpys_tokens_and_every_loop_stops_at_eos(res):
     assert res["tokens_match"] and res["device_loop_stopped_at_eos"]
     assert res["tokens"] <= 16
 
 
 def test_every_row_has_its_tokens_per_s_and_host_cpu_per_token(res):
-    for key in ("eager", "graph", "graph_back_to_back", "device_loop"):
+    for key in ("eager", "graph", "graph_back_to_back", "device_loop", "device_loop_streaming",
+                "k_per_launch"):
         assert res[f"{key}_tokens_per_s"] > 0
         cpu = res[f"{key}_host_cpu_us_per_token"]
         assert math.isfinite(cpu) and cpu > 0, key
+
+
+def test_the_streaming_loop_reports_its_first_token_and_inter_token_latencies(res):
+    p50 = res["device_loop_streaming_inter_token_us_p50"]
+    assert 0 < p50 <= res["device_loop_streaming_inter_token_us_p99"]
+    assert 0 < res["device_loop_streaming_ttft_us"]
+    # a token arrives about one step apart: the back-to-back limit's time per token
+    step = 1e6 / res["graph_back_to_back_tokens_per_s"]
+    assert p50 == pytest.approx(step, rel=0.2)
+
+
+def test_k_steps_per_launch_deliver_tokens_in_bursts(res):
+    # the host sees k tokens at once: most gaps are 0, the largest about k steps
+    assert res["k_per_launch_inter_token_us_p50"] == 0
+    assert res["k_per_launch_inter_token_us_p99"] > 2 * res["device_loop_streaming_inter_token_us_p50"]
 
 
 def test_the_loops_cpu_is_its_launch_and_its_wait_over_its_tokens(res):
@@ -35,3 +53,13 @@ def test_the_ratios_are_the_rows_divided(res):
         res["device_loop_tokens_per_s"] / res["graph_back_to_back_tokens_per_s"])
     assert res["device_loop_vs_graph"] == pytest.approx(
         res["device_loop_tokens_per_s"] / res["graph_tokens_per_s"])
+
+
+def test_the_cli_verb_prints_the_rows_and_their_json(res, monkeypatch, capsys):
+    monkeypatch.setattr(decode_bench, "measure", lambda repeat: dict(res))
+    assert bench.main(["--decode", "--json"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    got = json.loads(last)
+    for key in ("device_loop_streaming_tokens_per_s", "device_loop_streaming_inter_token_us_p50",
+                "device_loop_streaming_inter_token_us_p99"):
+        assert got[key] == res[key]

@@ -532,7 +532,7 @@ def test_labkit_names_the_body_rule_when_a_body_holds_a_host_function(res):
     with then.capture(s):
         labkit.check(rt.cudaLaunchHostFunc(s.handle, fn, 0))
     with pytest.raises(CudaError, match=r"cudaErrorInvalidValue[\s\S]*a conditional body may "
-                                        r"hold kernels, copies, memsets, events, child graphs"):
+                                        r"hold kernels, empty nodes, copies, memsets, child graphs"):
         g.instantiate()
     g.close()
     s.close()

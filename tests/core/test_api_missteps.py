@@ -141,3 +141,20 @@ def test_synchronize_on_a_closed_stream_says_it_was_closed():
         s.synchronize()
     with pytest.raises(ValueError, match=r"^this stream was closed"):
         s.is_capturing()
+
+
+def test_a_launch_on_a_host_array_inside_a_capture_is_900_naming_numbas_temporary_buffer(s):
+    """numba allocates a temporary device buffer for a numpy argument; on a capturing stream
+    that is refused (CUDA's 900, or cuda.core's own refusal, which labkit reports as 900)."""
+    x = labkit.to_device(np.zeros(N, np.float32))
+    w.add_one[4, 256, s](x)            # compiled outside the capture
+    s.synchronize()
+    with pytest.raises(labkit.CudaError, match=r"^launching add_one on a host array \(numba "
+                                               r"would allocate a temporary device buffer for "
+                                               r"it\): cudaErrorStreamCaptureUnsupported \(900\)"):
+        with labkit.capture(s):
+            w.add_one[4, 256, s](np.zeros(N, np.float32))
+    assert not s.is_capturing()
+    w.add_one[4, 256, s](x)            # the stream works again
+    s.synchronize()
+    assert x.copy_to_host()[0] == 2

@@ -55,6 +55,20 @@ def test_every_capture_error_has_a_hint(code):
     assert len(labkit.hint_for(code)) > 40
 
 
+def test_capturing_stream_0_gives_the_same_hint_through_labkit_capture_and_the_raw_call():
+    mode = labkit.rt.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal
+    with pytest.raises(labkit.CudaError, match=r"^cudaStreamBeginCapture on the legacy NULL "
+                                               r"stream: cudaErrorStreamCaptureUnsupported") as wrapped:
+        with labkit.capture(0):
+            pass
+    with pytest.raises(labkit.CudaError, match=r"^cudaStreamBeginCapture: "
+                                               r"cudaErrorStreamCaptureUnsupported \(900\)") as raw:
+        labkit.check(labkit.rt.cudaStreamBeginCapture(0, mode), "cudaStreamBeginCapture")
+    labkit.rt.cudaGetLastError()
+    assert wrapped.value.hint == raw.value.hint == labkit.hint_for(900)
+    assert "the legacy NULL stream 0 (capture a stream you created" in raw.value.hint
+
+
 @pytest.mark.skipif(labkit.backend != "sim", reason="compares references with numba's CUDA simulator")
 @pytest.mark.parametrize("name", ["add_one", "scale", "saxpy", "busy"])
 def test_reference_equals_the_kernel_under_numbas_simulator(name):

@@ -19,11 +19,13 @@ LAYERS = [
     # labkit._span (the one Span type) imports nothing: it sits at the bottom, for the simulator too
     ("runtime", ["labkit._span", "labkit.sim", "labkit.sim.*", "labkit._calibration",
                  "labkit._runtime12"]),
-    ("leaves", ["labkit._errors", "labkit._handles", "labkit._capstack", "labkit._hostspans"]),
+    ("leaves", ["labkit._errors", "labkit._handles", "labkit._capstack", "labkit._hostspans",
+                "labkit._nvtx"]),
     ("backend", ["labkit.backend", "labkit.backend.*"]),
-    ("kernels, streams, prepared", ["labkit._kernel", "labkit._streams", "labkit._prepared"]),
+    ("kernels, streams, prepared", ["labkit._kernel", "labkit._streams", "labkit._prepared",
+                                    "labkit._mapped"]),
     ("capture, graphs, cache", ["labkit._capture", "labkit._graph", "labkit.cache",
-                                "labkit.explicit", "labkit.conditional"]),
+                                "labkit.explicit", "labkit.conditional", "labkit._graphed"]),
     ("public API", ["labkit"]),
     # above the public API core, and free to import it
     ("measure", ["labkit.measure", "labkit.measure.*", "labkit.timing", "labkit.plot"]),
@@ -31,7 +33,8 @@ LAYERS = [
     ("cli", ["labkit.cli", "labkit.cli.*", "labkit.__main__"]),
 ]
 # Import nothing of labkit but the bottom's leaf, labkit._span.
-LEAVES = {"labkit._span", "labkit._errors", "labkit._handles", "labkit._capstack", "labkit._hostspans"}
+LEAVES = {"labkit._span", "labkit._errors", "labkit._handles", "labkit._capstack", "labkit._hostspans",
+          "labkit._nvtx"}
 CORE = {name for name, _ in LAYERS[:LAYERS.index(("public API", ["labkit"])) + 1]}
 # Where a comparison with a backend's name is no branch on the active backend.
 NAME_COMPARISONS_ALLOWED = {

@@ -103,3 +103,54 @@ def test_too_many_tokens_is_refused():
     m = dec.make_model(max_seq=8)
     with pytest.raises(ValueError, match=r"^n_tokens must be 1\.\.max_seq \(8\)"):
         dec.reference_generate(m, 0, 9)
+
+
+def test_load_prompt_reference_equals_kernel():
+    prompt, pos, tok = np.array([4, 9, 2, 7], np.int32), np.array([2], np.int32), np.zeros(1, np.int32)
+    a, b = _both(dec.load_prompt, 1, 1, prompt, pos, tok)
+    _assert_same(a, b)
+    assert a[2][0] == 2
+
+
+def test_a_prefilled_prompt_then_eager_or_graph_decode_gives_numpys_tokens():
+    m = dec.make_model(seed=3)
+    prompt = [5, 17, 42, 99]
+    with labkit.Stream() as s:
+        ref = dec.reference_generate(m, prompt, 10)
+        eager = dec.generate_eager(m, prompt, 10, s)
+        graph = dec.generate_graph(m, prompt, 10, s)
+    assert np.array_equal(eager.tokens, ref) and np.array_equal(graph.tokens, ref)
+    # the prompt matters: from its last token alone the tokens differ
+    assert not np.array_equal(ref, dec.reference_generate(m, prompt[-1], 10))
+    # time to first token is the (eager) prefill and the first step; the gaps are the rest
+    assert graph.prefill_us > 0 and graph.ttft_us == graph.prefill_us + graph.token_us[0]
+    assert len(graph.inter_token_us) == 9
+
+
+def test_a_prompt_and_its_tokens_must_fit_the_kv_cache():
+    m = dec.make_model(max_seq=8)
+    with pytest.raises(ValueError, match=r"less the prompt's 3 prefilled tokens, got 6"):
+        dec.reference_generate(m, [1, 2, 3, 4], 6)
+
+
+def test_the_what_if_prices_exactly_the_steps_kernels():
+    from labkit.course.decoder import whatif
+    m = dec.make_model(seed=0)
+    rows = whatif.step_bytes(m.cfg, 8)
+    assert [r[0] for r in rows] == [k.name for k, *_ in dec.launches(m.cfg, m.dev, m.state)] + ["advance"]
+    # the real arrays' bytes, argument for argument
+    real = [sum(a.nbytes for a in args if hasattr(a, "nbytes"))
+            for _, _, _, args in dec.launches(m.cfg, m.dev, m.state)]
+    assert [r[2] for r in rows[:-1]] == real
+
+
+def test_a_7b_class_step_reads_its_weights_once_in_bf16():
+    from labkit.course.decoder import whatif
+    c = whatif.SEVEN_B
+    p = whatif.price(c, 2, "7B")
+    params = c.n_layers * (4 * c.d_model ** 2 + 2 * c.d_model * c.d_ff) + 2 * c.vocab * c.d_model
+    assert 6.5e9 < params < 7e9
+    assert 2 * params / 1e9 < p.gb < 1.1 * 2 * params / 1e9   # weights, plus the KV cache
+    assert p.kernels == 15 * c.n_layers + 5
+    # a graph cannot beat the GPU's own time, and numba's launches outlast it
+    assert p.host_us["numba"] > p.gpu_us and p.speedup["numba"] > 1

@@ -19,6 +19,21 @@ def test_rejects_add_then_scale_naming_the_order():
         check_scale_then_add((X0 + 1) * 3, X0)
 
 
+def test_rejects_add_one_alone():
+    with pytest.raises(AssertionError, match=r"^only one of the two kernels took effect"):
+        check_scale_then_add(X0 + 1, X0)
+
+
+def test_rejects_scale_alone():
+    with pytest.raises(AssertionError, match=r"^only one of the two kernels took effect"):
+        check_scale_then_add(X0 * 3, X0)
+
+
+def test_rejects_a_result_of_another_shape():
+    with pytest.raises(ValueError, match=r"^the result has shape \(8,\), the input \(16,\)"):
+        check_scale_then_add((X0 * 3 + 1)[:8], X0)
+
+
 def test_rejects_a_device_array_not_copied_back():
     with pytest.raises(ValueError, match=r"^expected the result copied back"):
         check_scale_then_add([1.0], X0)

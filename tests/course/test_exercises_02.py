@@ -55,3 +55,46 @@ def test_rejects_kernels_in_the_wrong_order(bufs):
                                  host.nbytes, D2H, s.handle))
     with pytest.raises(AssertionError, match=r"^the graph ran but out_host does not hold"):
         check_request_graph(cap.graph, x, host, s)
+
+
+def _copy_case(bufs, dst=None, src="out", nbytes=None):
+    """The solution's capture, with its copy changed; the check runs on ``host``."""
+    x, inp, work, out, s = bufs
+    host = labkit.pinned_array(N)
+    dst = host if dst is None else dst
+    source = {"out": out, "work": work}[src]
+    with labkit.capture(s) as cap:
+        preprocess[GRID, BLOCK, s](inp, work)
+        infer_step[GRID, BLOCK, s](work, out)
+        check(rt.cudaMemcpyAsync(dst.ctypes.data, source.device_ctypes_pointer.value,
+                                 dst.nbytes if nbytes is None else nbytes, D2H, s.handle))
+    return cap.graph, x, host, s
+
+
+def test_rejects_a_copy_into_another_host_buffer(bufs):
+    graph, x, host, s = _copy_case(bufs, dst=labkit.pinned_array(N))
+    with pytest.raises(AssertionError, match=r"^the graph ran but out_host does not hold .* its "
+                                             r"destination"):
+        check_request_graph(graph, x, host, s)
+
+
+def test_rejects_a_copy_of_the_intermediate_buffer(bufs):
+    graph, x, host, s = _copy_case(bufs, src="work")
+    with pytest.raises(AssertionError, match=r"^the graph ran but out_host does not hold .* its "
+                                             r"source"):
+        check_request_graph(graph, x, host, s)
+
+
+def test_rejects_a_copy_of_half_the_bytes(bufs):
+    graph, x, host, s = _copy_case(bufs, nbytes=N * 4 // 2)
+    with pytest.raises(AssertionError, match=r"^the graph ran but out_host does not hold .* its "
+                                             r"size \(the whole buffer, in bytes\)"):
+        check_request_graph(graph, x, host, s)
+
+
+def test_rejects_the_capture_object_instead_of_its_graph(bufs):
+    x, inp, work, out, s = bufs
+    with labkit.capture(s) as cap:
+        preprocess[GRID, BLOCK, s](inp, work)
+    with pytest.raises(ValueError, match=r"^pass the captured graph \(cap.graph\), got Capture"):
+        check_request_graph(cap, x, labkit.pinned_array(N), s)

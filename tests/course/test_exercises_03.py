@@ -1,35 +1,119 @@
-"""Notebook 03's check accepts setup / saving and rejects the usual wrong divisions."""
+"""Notebook 03's check measures the costs itself, accepts the break-even or the whole number of
+iterations, and rejects each usual wrong answer with its own explanation."""
+import math
+
 import labkit  # noqa: F401  (before numba.cuda)
 import numpy as np
 import pytest
 
 from labkit import timing
-
 from labkit.course import workloads
-from labkit.course.exercises.nb03 import check_breakeven
+from labkit.course.exercises import nb03
+from labkit.course.exercises.nb03 import check_pays_off
 from tests.notebook_sources import run_cell
 
-SETUP, EAGER, GRAPH = 1000.0, 400.0, 50.0
+
+def _setup(ph, parts=("capture", "instantiate", "upload")):
+    return sum(ph[k].median for k in parts)
 
 
-def test_accepts_setup_over_saving():
-    check_breakeven(SETUP / (EAGER - GRAPH), SETUP, EAGER, GRAPH)
+def _answer(setup, saving, whole=True):
+    if saving <= 0:
+        return None
+    return math.ceil(setup / saving) if whole else setup / saving
 
 
-def test_rejects_dividing_by_the_eager_cost():
-    with pytest.raises(AssertionError, match=r"^you divided the setup by the eager iteration's cost"):
-        check_breakeven(SETUP / EAGER, SETUP, EAGER, GRAPH)
+def test_accepts_the_whole_number_of_iterations(capsys):
+    check_pays_off(lambda ph, e: _answer(_setup(ph), e - ph["steady_launch"].median))
+    assert capsys.readouterr().out.startswith("correct. Measured just now, the 10-kernel chain")
 
 
-def test_rejects_the_starters_partial_setup():
-    with pytest.raises(AssertionError, match=r"^0\.6 is not the break-even"):
-        check_breakeven(200.0 / EAGER * 1.2, SETUP, EAGER, GRAPH)
+def test_accepts_the_break_even_itself():
+    check_pays_off(lambda ph, e: _answer(_setup(ph), e - ph["steady_launch"].median, whole=False))
 
 
-def test_never_pays_off_when_the_graph_is_not_cheaper():
-    check_breakeven(None, SETUP, 50.0, 60.0)
-    with pytest.raises(AssertionError, match=r"^a graph iteration is not cheaper here"):
-        check_breakeven(3.0, SETUP, 50.0, 60.0)
+def test_rejects_the_break_even_rounded_down():
+    with pytest.raises(AssertionError, match=r"^for a made-up graph .* your function gives 11: after 11 "
+                                             r"iterations the graph has not yet paid .* Round up"):
+        check_pays_off(lambda ph, e: math.floor(_setup(ph) / (e - ph["steady_launch"].median)))
+
+
+def test_rejects_the_starters_instantiate_over_eager():
+    with pytest.raises(AssertionError, match=r"your function gives 1\.42857: you divided the setup by "
+                                             r"the eager iteration's cost, as the starting code does"):
+        check_pays_off(lambda ph, e: ph["instantiate"].median / e)
+
+
+def test_rejects_the_whole_setup_over_the_eager_cost():
+    with pytest.raises(AssertionError, match=r"gives 6\.57143: you divided the setup by the eager "
+                                             r"iteration's cost, but a graph iteration is not free"):
+        check_pays_off(lambda ph, e: _setup(ph) / e)
+
+
+def test_rejects_the_setup_over_the_graph_cost():
+    with pytest.raises(AssertionError, match=r"gives 16: you divided the setup by the graph iteration's"):
+        check_pays_off(lambda ph, e: math.ceil(_setup(ph) / ph["steady_launch"].median))
+
+
+def test_rejects_the_launch_call_alone_as_the_graph_iteration():
+    # what setting graph10 to the launch call's median did: it passed the old check
+    with pytest.raises(AssertionError, match=r"gives 8: you took the graph iteration as the launch "
+                                             r"call alone, .* compare like with like"):
+        check_pays_off(lambda ph, e: _answer(_setup(ph), e - ph["launch_call"].median))
+
+
+def test_rejects_a_setup_of_instantiation_alone():
+    with pytest.raises(AssertionError, match=r"gives 3: your setup is only the instantiation"):
+        check_pays_off(lambda ph, e: _answer(ph["instantiate"].median, e - ph["steady_launch"].median))
+
+
+def test_rejects_a_setup_without_the_upload():
+    with pytest.raises(AssertionError, match=r"gives 10: your setup leaves out the upload"):
+        check_pays_off(lambda ph, e: _answer(_setup(ph, ("capture", "instantiate")),
+                                             e - ph["steady_launch"].median))
+
+
+def test_rejects_a_setup_without_the_capture():
+    with pytest.raises(AssertionError, match=r"gives 4\.5: your setup leaves out the capture"):
+        check_pays_off(lambda ph, e: _answer(_setup(ph, ("instantiate", "upload")),
+                                             e - ph["steady_launch"].median, whole=False))
+
+
+def test_rejects_a_count_where_the_graph_never_pays_off():
+    with pytest.raises(AssertionError, match=r"^for the same made-up graph against an eager iteration "
+                                             r"of 100 µs, .* Return None there \(your function gave -46"):
+        check_pays_off(lambda ph, e: _setup(ph) / (e - ph["steady_launch"].median))
+
+
+def test_rejects_none_where_the_graph_pays_off():
+    with pytest.raises(AssertionError, match=r"^for a made-up graph .* the setup is paid back "
+                                             r"eventually: return the number of iterations, not None"):
+        check_pays_off(lambda ph, e: None)
+
+
+def test_rejects_a_number_fitted_to_the_made_up_graph_alone():
+    # right on the made-up costs, a constant elsewhere: the measured chain catches it
+    def fitted(ph, e):
+        if ph["capture"].median == nb03.MADE_UP["capture"]:
+            return _answer(_setup(ph), e - ph["steady_launch"].median)
+        return 1000
+    with pytest.raises(AssertionError, match=r"^for the 10-kernel chain measured just now your "
+                                             r"function gives 1000, which is not the break-even"):
+        check_pays_off(fitted)
+
+
+def test_asks_for_the_function_not_its_result():
+    with pytest.raises(ValueError, match=r"^pass your function itself, check_pays_off\(pays_off_after\)"):
+        check_pays_off(3.0)
+
+
+def test_the_made_up_costs_give_every_mistake_its_own_answer():
+    ph = {k: v for k, v in nb03.MADE_UP.items()}
+    right = _setup({k: type("S", (), {"median": v}) for k, v in ph.items()}) / (
+        nb03.MADE_UP_EAGER_US - ph["steady_launch"])
+    wrongs = [w for w, _ in nb03._mistakes(ph, nb03.MADE_UP_EAGER_US)]
+    answers = [math.ceil(right), math.floor(right)] + [math.ceil(w) for w in wrongs]
+    assert len(set(answers)) == len(answers), answers
 
 
 def _notebooks_exercise(role):
@@ -43,10 +127,10 @@ def _notebooks_exercise(role):
 
 
 def test_accepts_the_notebooks_solution():
-    assert _notebooks_exercise("solution")["my_breakeven"] > 0
+    assert _notebooks_exercise("solution")["pays_off_after"] is not None
 
 
 def test_rejects_the_notebooks_starter():
-    with pytest.raises(AssertionError, match=r"^you divided the setup by the eager iteration's cost"
-                                             r"|is not the break-even"):
+    with pytest.raises(AssertionError, match=r"you divided the setup by the eager iteration's cost, "
+                                             r"as the starting code does"):
         _notebooks_exercise("starter")

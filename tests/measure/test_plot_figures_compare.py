@@ -61,6 +61,15 @@ def test_a_role_for_a_stream_with_no_row_is_refused_with_the_rows():
         plot.timeline(_forked(), stream_names={5: "origin"}, provenance=PROV)
 
 
+def test_a_measured_timeline_whose_rows_are_not_named_by_handle_is_drawn_with_the_rows_unnamed():
+    """Without CUPTI a GPU's work is one row; a notebook's stream roles must not stop it."""
+    events = Timeline([Span("CPU", "cudaLaunchKernel", 0.0, 5.0, "launch"),
+                       Span("GPU (events)", "all GPU work", 0.0, 20.0, "kernel")],
+                      source="events")
+    ax = plot.timeline(events, stream_names={_FakeStream(4096): "origin"}, provenance=PROV)
+    assert _row_labels(ax) == ["CPU", "GPU (events)"]
+
+
 def test_compared_timelines_share_one_time_axis_and_say_their_provenance_once():
     axes = plot.timelines([(_forked(300.0), "eager"), (_forked(30.0), "graph")],
                           stream_names={4096: "origin", 8192: "side 1"}, provenance=PROV)

@@ -26,13 +26,15 @@ block reduction they share), `model` (configuration, weights, buffers, one `step
 (eager and graph decoding) and `reference` (numpy ground truth, PyTorch rows). Every public
 name is re-exported here, so ``from labkit.course import decoder as dec; dec.step(...)`` works.
 """
-from .generate import DecodeResult, _reset, capture_step, generate_eager, generate_graph
+from .generate import (DecodeResult, _reset, capture_step, generate_eager, generate_graph,
+                       generated, prefill, reset)
 from .kernels import (EPS, KERNELS, TPB, advance, argmax, attn_out, attn_scores, block_reduce,
-                      embed, matvec, residual_add, rmsnorm, silu, softmax, store_kv)
-from .model import Config, Model, make_model, step, step_to_token
+                      embed, matvec, residual_add, rmsnorm, silu, softmax, store_kv, load_prompt)
+from .model import Config, Model, launches, make_model, prompt_tokens, step, step_to_token
 from .reference import reference_generate, torch_generate
 
 __all__ = ["Config", "Model", "make_model", "step", "step_to_token", "reference_generate", "generate_eager",
            "generate_graph", "capture_step", "DecodeResult", "KERNELS", "torch_generate", "TPB",
            "EPS", "block_reduce", "embed", "rmsnorm", "matvec", "store_kv", "attn_scores",
-           "softmax", "attn_out", "residual_add", "silu", "argmax", "advance"]
+           "softmax", "attn_out", "residual_add", "silu", "argmax", "advance", "load_prompt",
+           "prefill", "generated", "reset", "launches", "prompt_tokens"]

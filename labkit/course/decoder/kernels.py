@@ -17,7 +17,7 @@ from numba import cuda, float64, int32
 from ..._kernel import kernel
 
 __all__ = ["TPB", "EPS", "KERNELS", "block_reduce", "embed", "rmsnorm", "matvec", "store_kv",
-           "attn_scores", "softmax", "attn_out", "residual_add", "silu", "argmax", "advance"]
+           "attn_scores", "softmax", "attn_out", "residual_add", "silu", "argmax", "advance", "load_prompt"]
 
 TPB = 64            # threads per block of every reduction kernel (a constant: shared arrays)
 EPS = 1e-6
@@ -31,7 +31,7 @@ def _bytes_cost(P, grid, block, *args):
 
 def _step_cost(P, grid, block, *args):
     """A decoder kernel's GPU time (µs): the measured time of the decoder's kernels (their mean,
-    ``decode_kernel_us``, from `labkit.cli.decode_costs`) in place of the tiny calibration
+    ``decode_kernel_us``, from `labkit.course.decode_costs`) in place of the tiny calibration
     kernel's launch floor, plus its bytes at device bandwidth. These kernels are latency-bound:
     block reductions whose every step waits on a ``syncthreads``, not the bytes they move."""
     nbytes = sum(int(getattr(a, "nbytes", 0)) for a in args)
@@ -283,6 +283,18 @@ def advance(pos):
     """pos[0] += 1: the step's last kernel moves the KV-cache position on, inside the graph."""
     if cuda.grid(1) == 0:
         pos[0] += 1
+
+
+def _load_prompt_ref(grid, block, prompt, pos, tok):
+    tok[0] = prompt[int(pos[0])]
+
+
+@kernel(reference=_load_prompt_ref, cost=_step_cost)
+def load_prompt(prompt, pos, tok):
+    """tok[0] = prompt[pos[0]]: during the prefill, the next token is the prompt's, not the
+    model's pick."""
+    if cuda.grid(1) == 0:
+        tok[0] = prompt[pos[0]]
 
 
 KERNELS = [embed, rmsnorm, matvec, store_kv, attn_scores, softmax, attn_out, residual_add,

@@ -10,7 +10,7 @@ from ..._kernel import device_array, to_device
 from .kernels import (TPB, advance, argmax, attn_out, attn_scores, embed, matvec, residual_add,
                       rmsnorm, silu, softmax, store_kv)
 
-__all__ = ["Config", "Model", "make_model", "step", "step_to_token"]
+__all__ = ["Config", "Model", "make_model", "step", "step_to_token", "launches", "prompt_tokens"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,7 @@ def make_model(seed: int = 0, **cfg) -> Model:
         "logits": device_array(c.vocab, f8),
         "tok": device_array(1, np.int32), "pos": device_array(1, np.int32),
         "history": device_array(c.max_seq, np.int32),
+        "prompt": device_array(c.max_seq, np.int32),
         "kc": [device_array((c.max_seq, D), f8) for _ in range(c.n_layers)],
         "vc": [device_array((c.max_seq, D), f8) for _ in range(c.n_layers)],
     }
@@ -107,40 +108,54 @@ def step_to_token(m: Model, stream) -> int:
     `labkit.course.device_loop.advance_or_stop`) launches its own instead, so its loop body
     has exactly as many kernels as `step`. Returns the number of kernels launched.
     """
-    c, d, s = m.cfg, m.dev, m.state
-    D, H = c.d_model, c.n_heads
-    g = _blocks(D)
     n = 0
-
-    def k(kern, grid, block, *args):
-        nonlocal n
+    for kern, grid, block, args in launches(m.cfg, m.dev, m.state):
         kern[grid, block, stream](*args)
         n += 1
-
-    k(embed, g, TPB, d["E"], d["Pe"], s["tok"], s["pos"], s["x"])
-    for li, lw in enumerate(d["layers"]):
-        kc, vc = s["kc"][li], s["vc"][li]
-        k(rmsnorm, 1, TPB, s["x"], lw["norm1"], s["h"])
-        k(matvec, D, TPB, lw["Wq"], s["h"], s["q"])
-        k(matvec, D, TPB, lw["Wk"], s["h"], s["k"])
-        k(matvec, D, TPB, lw["Wv"], s["h"], s["v"])
-        k(store_kv, g, TPB, s["k"], s["v"], kc, vc, s["pos"])
-        k(attn_scores, H, TPB, s["q"], kc, s["pos"], s["scores"])
-        k(softmax, H, TPB, s["scores"], s["pos"], s["probs"])
-        k(attn_out, D, TPB, s["probs"], vc, s["pos"], s["att"])
-        k(matvec, D, TPB, lw["Wo"], s["att"], s["o"])
-        k(residual_add, g, TPB, s["x"], s["o"])
-        k(rmsnorm, 1, TPB, s["x"], lw["norm2"], s["h"])
-        k(matvec, c.d_ff, TPB, lw["Wup"], s["h"], s["u"])
-        k(silu, _blocks(c.d_ff), TPB, s["u"])
-        k(matvec, D, TPB, lw["Wdown"], s["u"], s["o"])
-        k(residual_add, g, TPB, s["x"], s["o"])
-    k(rmsnorm, 1, TPB, s["x"], d["norm_f"], s["h"])
-    k(matvec, c.vocab, TPB, d["W_out"], s["h"], s["logits"])
-    k(argmax, 1, TPB, s["logits"], s["tok"], s["history"], s["pos"])
     return n
 
 
-def _check_len(c: Config, n_tokens: int):
-    if not 1 <= n_tokens <= c.max_seq:
-        raise ValueError(f"n_tokens must be 1..max_seq ({c.max_seq}), got {n_tokens}")
+def launches(c: Config, d: dict, s: dict):
+    """The launches of `step_to_token`, in order: ``(kernel, grid, block, args)``.
+
+    ``d`` holds the weights and ``s`` the buffers (`Model.dev`, `Model.state`); anything with
+    ``nbytes`` and ``shape`` will do, which is how `labkit.course.decoder.whatif` prices the
+    same step at sizes no simulator could hold.
+    """
+    D, H = c.d_model, c.n_heads
+    g = _blocks(D)
+    yield embed, g, TPB, (d["E"], d["Pe"], s["tok"], s["pos"], s["x"])
+    for li, lw in enumerate(d["layers"]):
+        kc, vc = s["kc"][li], s["vc"][li]
+        yield rmsnorm, 1, TPB, (s["x"], lw["norm1"], s["h"])
+        yield matvec, D, TPB, (lw["Wq"], s["h"], s["q"])
+        yield matvec, D, TPB, (lw["Wk"], s["h"], s["k"])
+        yield matvec, D, TPB, (lw["Wv"], s["h"], s["v"])
+        yield store_kv, g, TPB, (s["k"], s["v"], kc, vc, s["pos"])
+        yield attn_scores, H, TPB, (s["q"], kc, s["pos"], s["scores"])
+        yield softmax, H, TPB, (s["scores"], s["pos"], s["probs"])
+        yield attn_out, D, TPB, (s["probs"], vc, s["pos"], s["att"])
+        yield matvec, D, TPB, (lw["Wo"], s["att"], s["o"])
+        yield residual_add, g, TPB, (s["x"], s["o"])
+        yield rmsnorm, 1, TPB, (s["x"], lw["norm2"], s["h"])
+        yield matvec, c.d_ff, TPB, (lw["Wup"], s["h"], s["u"])
+        yield silu, _blocks(c.d_ff), TPB, (s["u"],)
+        yield matvec, D, TPB, (lw["Wdown"], s["u"], s["o"])
+        yield residual_add, g, TPB, (s["x"], s["o"])
+    yield rmsnorm, 1, TPB, (s["x"], d["norm_f"], s["h"])
+    yield matvec, c.vocab, TPB, (d["W_out"], s["h"], s["logits"])
+    yield argmax, 1, TPB, (s["logits"], s["tok"], s["history"], s["pos"])
+
+
+def _check_len(c: Config, n_tokens: int, prompt_len: int = 1):
+    if not 1 <= n_tokens <= c.max_seq - (prompt_len - 1):
+        raise ValueError(f"n_tokens must be 1..max_seq ({c.max_seq}) less the prompt's "
+                         f"{prompt_len - 1} prefilled tokens, got {n_tokens}")
+
+
+def prompt_tokens(prompt) -> list[int]:
+    """A prompt as a list of token ids: one id (an ``int``) or a sequence of them."""
+    toks = [int(prompt)] if np.ndim(prompt) == 0 else [int(t) for t in prompt]
+    if not toks:
+        raise ValueError("the prompt needs at least one token")
+    return toks

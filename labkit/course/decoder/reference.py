@@ -13,15 +13,19 @@ import numpy as np
 from ...backend import host_us
 from .generate import DecodeResult
 from .kernels import EPS
-from .model import Model, _check_len
+from .model import Model, _check_len, prompt_tokens
 
 __all__ = ["reference_generate", "torch_generate"]
 
 
-def reference_generate(m: Model, prompt_token: int, n_tokens: int) -> np.ndarray:
-    """The same greedy decode in plain numpy: the ground truth for both GPU paths."""
+def reference_generate(m: Model, prompt, n_tokens: int) -> np.ndarray:
+    """The same greedy decode in plain numpy: the ground truth for both GPU paths.
+
+    ``prompt``: one token id or a sequence of them; returns the ``n_tokens`` tokens that
+    follow the prompt."""
     c, w = m.cfg, m.weights
-    _check_len(c, n_tokens)
+    prompt = prompt_tokens(prompt)
+    _check_len(c, n_tokens, len(prompt))
     kc = [np.zeros((c.max_seq, c.d_model)) for _ in range(c.n_layers)]
     vc = [np.zeros((c.max_seq, c.d_model)) for _ in range(c.n_layers)]
     H, hd = c.n_heads, c.d_model // c.n_heads
@@ -29,8 +33,8 @@ def reference_generate(m: Model, prompt_token: int, n_tokens: int) -> np.ndarray
     def norm(x, g):
         return x / np.sqrt(np.mean(x * x) + EPS) * g
 
-    tok, out = int(prompt_token), []
-    for p in range(n_tokens):
+    tok, out = prompt[0], []
+    for p in range(len(prompt) - 1 + n_tokens):
         x = w["E"][tok] + w["Pe"][p]
         for li, lw in enumerate(w["layers"]):
             h = norm(x, lw["norm1"])
@@ -44,11 +48,14 @@ def reference_generate(m: Model, prompt_token: int, n_tokens: int) -> np.ndarray
             u = lw["Wup"] @ norm(x, lw["norm2"])
             x = x + lw["Wdown"] @ (u / (1.0 + np.exp(-u)))
         tok = int(np.argmax(w["W_out"] @ norm(x, w["norm_f"])))
-        out.append(tok)
+        if p + 1 < len(prompt):        # still in the prompt: its next token, not the pick
+            tok = prompt[p + 1]
+        else:
+            out.append(tok)
     return np.array(out, dtype=np.int32)
 
 
-def torch_generate(m: Model, prompt_token: int, n_tokens: int, graph: bool = False,
+def torch_generate(m: Model, prompt, n_tokens: int, graph: bool = False,
                    warmup: int = 3) -> DecodeResult:
     """The same model in PyTorch on the GPU, eager or replaying a ``torch.cuda.CUDAGraph``.
 
@@ -56,7 +63,8 @@ def torch_generate(m: Model, prompt_token: int, n_tokens: int, graph: bool = Fal
     and the position in device tensors, so one captured step serves every token.
     """
     import torch
-    _check_len(m.cfg, n_tokens)
+    prompt = prompt_tokens(prompt)
+    _check_len(m.cfg, n_tokens, len(prompt))
     c, w = m.cfg, m.weights
     dev = torch.device("cuda")
 
@@ -110,14 +118,20 @@ def torch_generate(m: Model, prompt_token: int, n_tokens: int, graph: bool = Fal
         torch.cuda.synchronize()
         setup = host_us() - t0
         run = g.replay
-    tok.fill_(int(prompt_token))
+    tok.fill_(prompt[0])
     pos.zero_()
+    t0 = host_us()
+    for nxt in prompt[1:]:         # the prefill: eager, the prompt's tokens but the last
+        one_step()
+        tok.fill_(nxt)
     torch.cuda.synchronize()
+    prefill = host_us() - t0
     lat = []
     for _ in range(n_tokens):
         t0 = host_us()
         run()
         torch.cuda.synchronize()
         lat.append(host_us() - t0)
-    toks = hist.cpu().numpy()[:n_tokens].astype(np.int32)
-    return DecodeResult(toks, np.array(lat), setup, -1)
+    P = len(prompt) - 1
+    toks = hist.cpu().numpy()[P:P + n_tokens].astype(np.int32)
+    return DecodeResult(toks, np.array(lat), setup, -1, prefill)

@@ -42,5 +42,7 @@ def check_request_graph(graph, x_host, out_host, stream) -> None:
     want = request_reference(np.asarray(x_host))
     if not np.allclose(out_host, want):
         raise AssertionError("the graph ran but out_host does not hold infer_step(preprocess(x)): "
-                             "is the copy from the output buffer, with the right byte count?")
+                             "check the copy inside the capture: its destination (the pinned "
+                             "buffer you pass to this check), its source (the output buffer "
+                             "infer_step wrote) and its size (the whole buffer, in bytes)")
     print(f"correct: nodes {kinds}, and one launch fills out_host with the request's answer")

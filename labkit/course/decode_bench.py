@@ -1,9 +1,11 @@
-"""``python -m labkit bench --decode [--json] [--host-load]``: the capstone decoder four ways.
+"""The capstone decoder every way the course runs it (``python -m labkit bench --decode``).
 
 Rows: eager launches, one graph per token (a sync each), the same graph launched back to back
-(one sync at the end: the GPU-bound limit, which cannot stop at end-of-sequence), and the whole
-generation as one WHILE graph (`labkit.course.device_loop`) that stops at the EOS token. Every decoder's
-tokens are compared with numpy's. ``--host-load`` repeats the rows while busy loops keep most of
+(one sync at the end: the GPU-bound limit, which cannot stop at end-of-sequence), ``K`` steps
+per launch with the host checking for EOS after each launch (`device_loop.k_per_launch`), the
+whole generation as one WHILE graph (`labkit.course.device_loop`) that stops at the EOS token,
+and the same loop streaming each token to mapped host memory as it is made
+(`device_loop.StreamingLoop`). Every decoder's tokens are compared with numpy's. ``--host-load`` repeats the rows while busy loops keep most of
 the host's cores busy; the load stops by itself after a deadline. (On the simulator the load
 cannot slow the virtual clock: the loaded rows equal the others there.)
 
@@ -16,7 +18,6 @@ back spins once at the end.
 """
 from __future__ import annotations
 
-import json
 import multiprocessing as mp
 import os
 import time
@@ -29,6 +30,7 @@ from labkit.course import decoder as dec, device_loop as dl
 MAX_SEQ = 256       # the bench's model: positions (the KV cache's length)
 N_TOKENS = 192      # about how many tokens a generation makes (the EOS is picked to stop there)
 PROMPT = 1
+K = 4               # steps per launch of the middle way
 
 
 def _spin(deadline: float):
@@ -84,8 +86,12 @@ def measure(repeat: int = 5, m=None, stream=None, n_tokens: int = N_TOKENS) -> d
     want = ref[:n]
     step_ex = dec.capture_step(m, s)
     loop = dl.build(m, s)
+    streaming = dl.StreamingLoop(m, s)
+    k_ex = dl.capture_steps(m, s, K)
     rows = {k: [] for k in ("eager", "graph", "b2b", "loop", "loop_cpu", "eager_cpu", "graph_cpu",
-                            "b2b_cpu", "graph_p99", "loop_us", "loop_launch_cpu", "loop_wait_cpu")}
+                            "b2b_cpu", "graph_p99", "loop_us", "loop_launch_cpu", "loop_wait_cpu",
+                            "stream", "stream_cpu", "stream_ttft", "stream_p50", "stream_p99",
+                            "graph_ttft", "graph_p50", "k", "k_cpu", "k_p50", "k_p99", "k_wasted")}
     match = True
     stopped = True
     for _ in range(repeat):
@@ -98,6 +104,20 @@ def measure(repeat: int = 5, m=None, stream=None, n_tokens: int = N_TOKENS) -> d
         b2b, b2b_cpu = _back_to_back(m, step_ex, s, n)
         rows["b2b"].append(b2b)
         rows["b2b_cpu"].append(b2b_cpu)
+        st = streaming.run(PROMPT, m.cfg.max_seq, eos)
+        rows["stream"].append(st.tokens_per_s)
+        rows["stream_cpu"].append(st.cpu_us / max(len(st.tokens), 1))
+        rows["stream_ttft"].append(st.ttft_us)
+        rows["stream_p50"].append(float(np.percentile(st.inter_token_us, 50)))
+        rows["stream_p99"].append(float(np.percentile(st.inter_token_us, 99)))
+        rows["graph_ttft"].append(g.ttft_us)
+        rows["graph_p50"].append(float(np.percentile(g.inter_token_us, 50)))
+        kr = dl.k_per_launch(m, k_ex, K, PROMPT, m.cfg.max_seq, s, eos)
+        rows["k"].append(kr.tokens_per_s)
+        rows["k_cpu"].append(kr.cpu_us / max(len(kr.tokens), 1))
+        rows["k_p50"].append(float(np.percentile(kr.inter_token_us, 50)))
+        rows["k_p99"].append(float(np.percentile(kr.inter_token_us, 99)))
+        rows["k_wasted"].append(kr.wasted)
         r = loop.run(PROMPT, m.cfg.max_seq, eos)
         rows["loop_launch_cpu"].append(r.launch_cpu_us)
         rows["loop_wait_cpu"].append(r.cpu_us - r.launch_cpu_us)
@@ -108,11 +128,15 @@ def measure(repeat: int = 5, m=None, stream=None, n_tokens: int = N_TOKENS) -> d
         rows["loop_us"].append(r.us_per_token)
         rows["loop_cpu"].append(r.cpu_us_per_token)
         match &= bool(np.array_equal(e.tokens, want) and np.array_equal(g.tokens, want)
-                      and np.array_equal(r.tokens, want))
-        stopped &= r.stopped_at_eos and len(r.tokens) == n
+                      and np.array_equal(r.tokens, want) and np.array_equal(st.tokens, want)
+                      and np.array_equal(kr.tokens, want))
+        stopped &= (r.stopped_at_eos and len(r.tokens) == n and st.stopped_at_eos
+                    and kr.stopped_at_eos)
     med = {k: float(np.median(v)) for k, v in rows.items()}
     loop.close()
+    streaming.close()
     step_ex.close()
+    k_ex.close()
     return {
         "backend": labkit.backend, "device": labkit.device_name(),
         "eager_tokens_per_s": med["eager"],
@@ -129,6 +153,19 @@ def measure(repeat: int = 5, m=None, stream=None, n_tokens: int = N_TOKENS) -> d
         "device_loop_us_per_token": med["loop_us"],
         "device_loop_vs_back_to_back": med["loop"] / med["b2b"],
         "device_loop_vs_graph": med["loop"] / med["graph"],
+        "graph_ttft_us": med["graph_ttft"],
+        "graph_inter_token_us_p50": med["graph_p50"],
+        "device_loop_streaming_tokens_per_s": med["stream"],
+        "device_loop_streaming_ttft_us": med["stream_ttft"],
+        "device_loop_streaming_inter_token_us_p50": med["stream_p50"],
+        "device_loop_streaming_inter_token_us_p99": med["stream_p99"],
+        "device_loop_streaming_host_cpu_us_per_token": med["stream_cpu"],
+        "k_per_launch": K,
+        "k_per_launch_tokens_per_s": med["k"],
+        "k_per_launch_host_cpu_us_per_token": med["k_cpu"],
+        "k_per_launch_inter_token_us_p50": med["k_p50"],
+        "k_per_launch_inter_token_us_p99": med["k_p99"],
+        "k_per_launch_wasted_steps": med["k_wasted"],
         "device_loop_stopped_at_eos": stopped,
         "eos": eos, "tokens": n, "tokens_match": match,
     }
@@ -173,34 +210,3 @@ def by_step_size(layers=(1, 2, 4), repeat: int = 5, n_tokens: int = N_TOKENS) ->
                     "device_loop_vs_back_to_back": med["loop"] / med["b2b"],
                     "tokens_match": match})
     return out
-
-
-def main(args) -> int:
-    """Run from ``python -m labkit bench --decode``; ``args`` has ``json``, ``host_load``, ``repeat``."""
-    res = measure(repeat=max(3, min(args.repeat, 7)))
-    if args.host_load:
-        with HostLoad() as load:
-            loaded = measure(repeat=max(3, min(args.repeat, 7)))
-        res["host_load_procs"] = load.n
-        for k in ("eager_tokens_per_s", "graph_tokens_per_s", "graph_back_to_back_tokens_per_s",
-                  "device_loop_tokens_per_s", "device_loop_host_cpu_us_per_token", "tokens_match"):
-            res[f"loaded_{k}"] = loaded[k]
-        res["device_loop_loaded_ratio"] = (loaded["device_loop_tokens_per_s"]
-                                           / res["device_loop_tokens_per_s"])
-    if getattr(args, "by_layers", None):
-        res["by_layers"] = by_step_size(tuple(args.by_layers), repeat=max(3, min(args.repeat, 7)))
-    print(f"decode bench: {res['tokens']} tokens per generation (EOS {res['eos']}), "
-          f"{labkit.provenance()}")
-    for k, v in res.items():
-        if isinstance(v, float):
-            print(f"  {k:40s} {v:12.2f}")
-    print(f"  tokens_match {res['tokens_match']}, device loop stopped at EOS "
-          f"{res['device_loop_stopped_at_eos']}")
-    for row in res.get("by_layers", []):
-        print(f"  {row['layers']} layers ({row['kernels_per_token']} kernels): graph per token "
-              f"{row['graph_tokens_per_s']:8.0f}, back to back {row['graph_back_to_back_tokens_per_s']:8.0f}, "
-              f"device loop {row['device_loop_tokens_per_s']:8.0f} tokens/s "
-              f"({row['device_loop_vs_graph']:.3f}x graph per token), tokens match {row['tokens_match']}")
-    if args.json:
-        print(json.dumps(res))
-    return 0

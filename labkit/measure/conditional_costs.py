@@ -1,11 +1,10 @@
-"""What conditional nodes cost on the GPU, measured as the H200's conformance probe did.
+"""What conditional nodes cost on the GPU.
 
 * ``while_iteration_us``: the GPU time a WHILE iteration adds beyond its body's nodes. A WHILE
   whose one-kernel body counts to N, at N = 10 and N = 1000, less a graph of 10 and 1000 such
-  kernels: the difference of the slopes. (The H200: 3.89 µs per iteration against 0.93 µs per
-  plain kernel node, so 2.96 µs.)
+  kernels: the difference of the slopes.
 * ``conditional_node_us``: a conditional node's own GPU time, its gap included: 100 kernels each
-  followed by an IF whose condition is 0, less the 100 kernels alone, per IF. (The H200: 3.57 µs.)
+  followed by an IF whose condition is 0, less the 100 kernels alone, per IF.
 
 Both are GPU times between CUDA events (`labkit.timing.gpu_measure`); ``python -m labkit
 calibrate`` saves them, and the simulator charges them.

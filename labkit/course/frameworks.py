@@ -1,0 +1,289 @@
+"""Notebook 10's helpers: the capstone's decode step piecewise, and the GPU-only comparison rows.
+
+* `step_launches` lists one decode step's launches (kernel, grid, block, arguments): the
+  decoder's own `launches`, then ``advance``, the order `labkit.course.decoder.step` makes them.
+* `PiecewiseStep` runs that step as vLLM's PIECEWISE mode does: the attention kernels
+  (scores, softmax, weighted sum) launched eagerly, every run of kernels between them replayed
+  as a captured graph. `generate_piecewise` decodes with it, like the decoder's
+  ``generate_eager`` / ``generate_graph``.
+* `mlp_block` is a small function of device arrays for `labkit.graphed`.
+* `torch_compile_generate` and `cupy_capture_generate`: the same step through
+  ``torch.compile(mode="reduce-overhead")`` and CuPy's stream capture; only on backend "cuda"
+  with those packages installed (they raise otherwise, saying so).
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .. import _nvtx
+from ..backend import host_us
+from .._capture import capture
+from .._kernel import device_array
+from .decoder import (TPB, DecodeResult, advance, attn_out, attn_scores, generated, launches,
+                      matvec, prefill, prompt_tokens, rmsnorm, silu, softmax)
+from .decoder.kernels import EPS
+
+__all__ = ["ATTENTION", "step_launches", "PiecewiseStep", "generate_piecewise",
+           "mlp_block", "mlp_reference", "NVTX_PHASES", "nvtx_range_us",
+           "torch_compile_generate", "cupy_capture_generate"]
+
+NVTX_PHASES = tuple(_nvtx.PHASES)       # labkit's NVTX ranges, in the domain _nvtx.DOMAIN
+
+
+def nvtx_range_us(n: int = 20000) -> float:
+    """Real (not simulated) µs of one labkit NVTX range, push and pop, timed over ``n``."""
+    t0 = time.perf_counter()
+    for _ in range(n):
+        _nvtx.push("launch")
+        _nvtx.pop()
+    return (time.perf_counter() - t0) / n * 1e6
+
+ATTENTION = (attn_scores, softmax, attn_out)   # the kernels a PIECEWISE engine runs eagerly
+
+
+def _blocks(n: int) -> int:
+    return (n + TPB - 1) // TPB
+
+
+def step_launches(m) -> list[tuple]:
+    """One decode step's launches ``(kernel, grid, block, args)``, in `decoder.step`'s order:
+    the decoder's own `launches` (the step up to the token), then ``advance``."""
+    return list(launches(m.cfg, m.dev, m.state)) + [(advance, 1, 1, (m.state["pos"],))]
+
+
+def _launch(launch_list, stream) -> None:
+    for kern, grid, block, args in launch_list:
+        kern[grid, block, stream](*args)
+
+
+class PiecewiseStep:
+    """One decode step as graph pieces with eager launches between them.
+
+    Consecutive launches of kernels not in ``eager`` are captured into one graph each (a
+    *piece*); the kernels in ``eager`` are launched one by one between the pieces. With the
+    decoder's 4 layers and attention eager: 5 pieces and 12 eager kernels per token.
+    """
+
+    def __init__(self, m, stream, eager=ATTENTION):
+        self.segments: list[tuple[str, object]] = []
+        run: list = []
+        for launch in step_launches(m):
+            if launch[0] in eager:
+                if run:
+                    self.segments.append(("graph", run))
+                    run = []
+                if self.segments and self.segments[-1][0] == "eager":
+                    self.segments[-1][1].append(launch)
+                else:
+                    self.segments.append(("eager", [launch]))
+            else:
+                run.append(launch)
+        if run:
+            self.segments.append(("graph", run))
+        _launch(step_launches(m), stream)      # warm-up: every kernel compiled and loaded
+        stream.synchronize()
+        execs = []
+        for kind, launches in self.segments:
+            if kind == "graph":
+                with capture(stream) as cap:
+                    _launch(launches, stream)
+                ex = cap.graph.instantiate()
+                ex.upload(stream)
+                execs.append((kind, ex))
+            else:
+                execs.append((kind, launches))
+        stream.synchronize()
+        self._run = execs
+
+    @property
+    def pieces(self) -> int:
+        """Graphs replayed per step."""
+        return sum(1 for kind, _ in self._run if kind == "graph")
+
+    @property
+    def eager_kernels(self) -> int:
+        """Kernels launched eagerly per step."""
+        return sum(len(x) for kind, x in self._run if kind == "eager")
+
+    @property
+    def kernels(self) -> int:
+        """All kernels of one step (graph nodes and eager launches)."""
+        return sum(len(x) for _, x in self.segments)
+
+    def __call__(self, stream) -> None:
+        for kind, x in self._run:
+            if kind == "graph":
+                x.launch(stream)
+            else:
+                _launch(x, stream)
+
+
+def generate_piecewise(m, prompt, n_tokens: int, stream, step=None) -> DecodeResult:
+    """Greedy decode with a `PiecewiseStep` (built here unless ``step`` is given), after the
+    decoder's eager `prefill`, like ``generate_eager`` and ``generate_graph``."""
+    plen = len(prompt_tokens(prompt))
+    if not 1 <= n_tokens <= m.cfg.max_seq - (plen - 1):
+        raise ValueError(f"n_tokens must be 1..max_seq ({m.cfg.max_seq}) less the prompt's "
+                         f"{plen - 1} prefilled tokens, got {n_tokens}")
+    t0 = host_us()
+    pw = step if step is not None else PiecewiseStep(m, stream)
+    setup = host_us() - t0 if step is None else 0.0
+    pre = prefill(m, prompt, stream)
+    lat = []
+    for _ in range(n_tokens):
+        t0 = host_us()
+        pw(stream)
+        stream.synchronize()
+        lat.append(host_us() - t0)
+    return DecodeResult(generated(m, prompt, n_tokens), np.array(lat), setup, pw.kernels, pre)
+
+
+def mlp_block(m, layer: int = 0):
+    """``fn(stream, x) -> y``: one layer's MLP half (RMSNorm, up, SiLU, down) of model ``m``,
+    out of place: it allocates its output and temporaries, for `labkit.graphed`."""
+    c, lw = m.cfg, m.dev["layers"][layer]
+
+    def mlp(stream, x):
+        h = device_array(c.d_model, np.float64)
+        u = device_array(c.d_ff, np.float64)
+        y = device_array(c.d_model, np.float64)
+        rmsnorm[1, TPB, stream](x, lw["norm2"], h)
+        matvec[c.d_ff, TPB, stream](lw["Wup"], h, u)
+        silu[_blocks(c.d_ff), TPB, stream](u)
+        matvec[c.d_model, TPB, stream](lw["Wdown"], u, y)
+        return y
+
+    return mlp
+
+
+def mlp_reference(m, x, layer: int = 0) -> np.ndarray:
+    """numpy's answer for `mlp_block`: what each graphed call must return."""
+    lw = m.weights["layers"][layer]
+    h = x / np.sqrt(np.mean(x * x) + EPS) * lw["norm2"]
+    u = lw["Wup"] @ h
+    return lw["Wdown"] @ (u / (1.0 + np.exp(-u)))
+
+
+def _need_gpu(what: str):
+    from .. import backend
+    if backend.name != "cuda":
+        raise RuntimeError(f"{what} needs a GPU (backend 'cuda'); this is backend "
+                           f"{backend.name!r}. On the simulator, run labkit's equivalent instead")
+
+
+def torch_compile_generate(m, prompt_token: int, n_tokens: int, warmup: int = 3) -> DecodeResult:
+    # a one-token prompt, as in the notebook: the compiled step starts at position 0
+    """The capstone's step as a module compiled by ``torch.compile(mode="reduce-overhead")``.
+
+    PyTorch records CUDA graphs itself (CUDA graph trees) after warm-up runs; each token calls
+    ``torch.compiler.cudagraph_mark_step_begin()`` first, which tells it a new iteration begins.
+    The weights and the decode state (KV cache, token, position, history) are the module's
+    buffers, so their addresses are static and the step may update the state in place inside the
+    graph, as `labkit.course.decoder.torch_generate` does with ``torch.cuda.graph``. Backend
+    "cuda" only.
+    """
+    _need_gpu("torch.compile")
+    import torch
+    c, w = m.cfg, m.weights
+    H, hd, S, nl = c.n_heads, c.d_model // c.n_heads, c.max_seq, c.n_layers
+
+    class Step(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+
+            def buf(name, a):
+                self.register_buffer(name, torch.as_tensor(np.ascontiguousarray(a)))
+
+            for k in ("E", "Pe", "norm_f", "W_out"):
+                buf(k, w[k])
+            for li, lw in enumerate(w["layers"]):
+                for k, v in lw.items():
+                    buf(f"{k}_{li}", v)
+            buf("kc", np.zeros((nl, S, c.d_model)))
+            buf("vc", np.zeros((nl, S, c.d_model)))
+            buf("tok", np.zeros(1, np.int64))
+            buf("pos", np.zeros(1, np.int64))
+            buf("hist", np.zeros(S, np.int64))
+            buf("ar", np.arange(S, dtype=np.int64))
+
+        def forward(self):
+            def norm(x, g):
+                return x * torch.rsqrt((x * x).mean() + EPS) * g
+
+            def W(name, li):
+                return getattr(self, f"{name}_{li}")
+
+            x = self.E.index_select(0, self.tok)[0] + self.Pe.index_select(0, self.pos)[0]
+            mask = self.ar > self.pos
+            for li in range(nl):
+                h = norm(x, W("norm1", li))
+                q = W("Wq", li) @ h
+                self.kc[li].index_copy_(0, self.pos, (W("Wk", li) @ h)[None])
+                self.vc[li].index_copy_(0, self.pos, (W("Wv", li) @ h)[None])
+                sc = torch.einsum("hd,thd->ht", q.view(H, hd),
+                                  self.kc[li].view(S, H, hd)) / math.sqrt(hd)
+                pr = torch.softmax(sc.masked_fill(mask[None], float("-inf")), dim=1)
+                att = torch.einsum("ht,thd->hd", pr, self.vc[li].view(S, H, hd)).reshape(-1)
+                x = x + W("Wo", li) @ att
+                u = W("Wup", li) @ norm(x, W("norm2", li))
+                x = x + W("Wdown", li) @ torch.nn.functional.silu(u)
+            nxt = torch.argmax(self.W_out @ norm(x, self.norm_f)).view(1)
+            self.tok.copy_(nxt)
+            self.hist.index_copy_(0, self.pos, nxt)
+            self.pos.add_(1)
+
+    mod = Step().cuda()
+    step = torch.compile(mod, mode="reduce-overhead")
+    for _ in range(warmup):
+        mod.pos.zero_()
+        torch.compiler.cudagraph_mark_step_begin()
+        step()
+    torch.cuda.synchronize()
+    mod.tok.fill_(int(prompt_token))
+    mod.pos.zero_()
+    torch.cuda.synchronize()
+    lat = []
+    for _ in range(n_tokens):
+        t0 = host_us()
+        torch.compiler.cudagraph_mark_step_begin()
+        step()
+        torch.cuda.synchronize()
+        lat.append(host_us() - t0)
+    toks = mod.hist.cpu().numpy()[:n_tokens].astype(np.int32)
+    return DecodeResult(toks, np.array(lat), 0.0, -1)
+
+
+def cupy_capture_generate(m, prompt, n_tokens: int) -> DecodeResult:
+    """The capstone's numba step captured by CuPy: ``cupy.cuda.Stream.begin_capture`` /
+    ``end_capture`` around the same launches, made on that stream through numba's
+    ``cuda.external_stream``, then ``Graph.launch`` per token. Backend "cuda" only."""
+    _need_gpu("CuPy's stream capture")
+    import cupy
+    from numba import cuda
+    from .decoder import step as dec_step
+
+    cs = cupy.cuda.Stream(non_blocking=True)
+    ns = cuda.external_stream(cs.ptr)
+    _launch(step_launches(m), ns)          # warm-up outside the capture
+    cs.synchronize()
+    t0 = host_us()
+    cs.begin_capture()
+    dec_step(m, ns)
+    graph = cs.end_capture()
+    if hasattr(graph, "upload"):           # CuPy's Graph.upload: the first launch is not slower
+        graph.upload(cs)
+    cs.synchronize()
+    setup = host_us() - t0
+    pre = prefill(m, prompt, ns)           # the decoder's eager prefill, on the same stream
+    cs.synchronize()
+    lat = []
+    for _ in range(n_tokens):
+        t0 = host_us()
+        graph.launch(cs)
+        cs.synchronize()
+        lat.append(host_us() - t0)
+    return DecodeResult(generated(m, prompt, n_tokens), np.array(lat), setup,
+                        m.cfg.kernels_per_token, pre)

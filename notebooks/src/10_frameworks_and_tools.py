@@ -1,0 +1,385 @@
+# ---
+# jupyter:
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 10 — The same ideas in PyTorch, vLLM and llama.cpp, and in the tools practitioners trace with
+#
+# **Prerequisites:** notebooks 02, 05 and 07 (capture, static buffers, the capstone's decoder);
+# 08 for the last row of the map.
+#
+# **You will learn to**
+# - map each idea of the course onto raw CUDA, labkit, PyTorch, vLLM and llama.cpp;
+# - use a graphed callable in the manner of PyTorch's `make_graphed_callables`, and avoid the bug
+#   every user of one meets once: its outputs are overwritten by the next call;
+# - measure a *piecewise* step (attention eager, the rest graphed) against the full graph and eager
+#   launches, and say when a serving engine pays that price;
+# - open the course's timelines in Perfetto, and see labkit's phases as NVTX ranges in Nsight
+#   Systems.
+
+# %%
+import importlib.util
+import json
+import os
+import tempfile
+
+import numpy as np
+import matplotlib.pyplot as plt
+import labkit
+from labkit import plot, timing
+from labkit.course import decoder as dec, frameworks as fw, reference, workloads
+from labkit.course.claims import nb10 as claims
+
+print("backend:", labkit.backend, "|", labkit.device_name(), "|", labkit.provenance())
+N_TOK = workloads.sizes()["tokens"]
+stream = labkit.Stream()
+
+# %% [markdown]
+# ## 1. One map, five vocabularies
+#
+# Every framework that replays CUDA graphs meets the problems this course met, and solves them
+# the same way under other names. Each row links to the notebook where the course shows the idea.
+#
+# **In CUDA and in labkit**
+#
+# | idea | raw CUDA | labkit |
+# | --- | --- | --- |
+# | [capture](02_stream_capture.ipynb) | `cudaStreamBeginCapture` … `EndCapture`, `cudaGraphInstantiate`, `cudaGraphLaunch` | `labkit.capture(stream)`, `.instantiate()`, `.launch(stream)` |
+# | [static buffers](05_graph_update.ipynb) | kernel arguments are addresses, frozen at capture: copy new data into the same buffers | `labkit.graphed`'s `static_inputs` / `static_outputs`; the decoder's `pos` and `tok` ([07](07_capstone_decode.ipynb)) |
+# | [memory pool](02_stream_capture.ipynb) | graph allocation nodes (`cudaMallocAsync` in a capture), or memory allocated before | preallocated buffers, allocated once at capture (section 2) |
+# | [per-shape graphs and padding](05_graph_update.ipynb) | one executable per shape | `labkit.GraphCache`; notebook 05's buckets |
+# | [updates](05_graph_update.ipynb) | `cudaGraphExecUpdate`, `cudaGraphExecKernelNodeSetParams` | `GraphExec.update`, `set_kernel_args`, `KernelNode` |
+# | [the eager fallback](06_measuring.ipynb) | launch kernel by kernel | call the function itself |
+# | [piecewise graphs](07_capstone_decode.ipynb) (section 3 here) | several executables with eager launches between them | `frameworks.PiecewiseStep` (this notebook) |
+# | [conditional nodes](08_device_control_flow.ipynb) | `cudaGraphConditionalHandleCreate`, IF / WHILE / SWITCH nodes | `labkit.conditional_graph`, `set_condition` |
+#
+# **In PyTorch and vLLM** (the same rows)
+#
+# | idea | PyTorch | vLLM |
+# | --- | --- | --- |
+# | [capture](02_stream_capture.ipynb) | `g = torch.cuda.CUDAGraph()`, `with torch.cuda.graph(g):`, `g.replay()` | captures its model once per capture size at start-up, through `torch.cuda.graph` |
+# | [static buffers](05_graph_update.ipynb) | `make_graphed_callables` copies inputs into static tensors; a replay writes the same output tensors | each captured size reads and writes the same persistent tensors every step |
+# | [memory pool](02_stream_capture.ipynb) | a private pool per graph; `pool=` (or `torch.cuda.graph_pool_handle()`) shares one between graphs | all its graphs share one pool (`torch.cuda.graph_pool_handle()`), so many sizes cost little memory |
+# | [per-shape graphs and padding](05_graph_update.ipynb) | `torch.compile(mode="reduce-overhead")` records a graph per input shape (CUDA graph trees) | `cudagraph_capture_sizes`: a batch is padded up to the next captured size |
+# | [updates](05_graph_update.ipynb) | — | — |
+# | [the eager fallback](06_measuring.ipynb) | graph trees skip graphs they cannot use and run eagerly; `torch.compiler.cudagraph_mark_step_begin()` marks a new iteration | `enforce_eager`, `CUDAGraphMode.NONE`; batches above the largest captured size run eagerly |
+# | [piecewise graphs](07_capstone_decode.ipynb) (section 3 here) | `make_graphed_callables` on parts of a network ("partial-network capture") | `CUDAGraphMode.PIECEWISE` (attention, its `splitting_ops`, runs eagerly between graphs); `FULL_AND_PIECEWISE` |
+# | [conditional nodes](08_device_control_flow.ipynb) | control flow written with `torch.cond()` can be captured | — |
+#
+# **In llama.cpp** (its CUDA backend, ggml-cuda)
+#
+# | idea | llama.cpp |
+# | --- | --- |
+# | [capture](02_stream_capture.ipynb) | captures a ggml graph's kernels with `cudaStreamBeginCapture` in relaxed mode |
+# | [static buffers](05_graph_update.ipynb) | reuses a graph while every node's properties (op, shapes, data addresses) match the recorded ones |
+# | [memory pool](02_stream_capture.ipynb) | — |
+# | [per-shape graphs and padding](05_graph_update.ipynb) | a graph per ggml graph; a changed node means a new capture |
+# | [updates](05_graph_update.ipynb) | re-captures, then `cudaGraphExecUpdate`; re-instantiates if that fails |
+# | [the eager fallback](06_measuring.ipynb) | disables graphs after 4 consecutive updates (in the versions read), on old GPUs, or when `GGML_CUDA_DISABLE_GRAPHS` is set |
+# | [piecewise graphs](07_capstone_decode.ipynb) (section 3 here) | — |
+# | [conditional nodes](08_device_control_flow.ipynb) | — |
+#
+# A dash means the engine has no such mechanism that we found in its code or documentation.
+# These engines change quickly: read the rows as what the versions we read do, and check your
+# version's source before relying on a detail.
+
+# %% [markdown]
+# ## 2. A graphed callable, and its overwritten outputs
+#
+# PyTorch's `torch.cuda.make_graphed_callables(fn, sample_args)` turns a function into a graph you
+# call like the function. `labkit.graphed(fn, *sample_args)` does the same steps on labkit:
+#
+# 1. **static inputs**: one device array per sample argument, same shape and dtype;
+# 2. **warm-up on a side stream**: `fn` runs a few times (3 by default, as in PyTorch) on a stream
+#    of its own, so every kernel is compiled and loaded before the capture;
+# 3. **capture** one call on that stream; the arrays it returns are the **static outputs**;
+# 4. **a call** copies its arguments into the static inputs, replays the graph once, and returns
+#    the static outputs.
+#
+# Where does the memory come from? Here, *preallocated buffers*: the static inputs are allocated
+# before the capture, and what `fn` allocates is allocated once, during the capture (relaxed mode
+# lets an allocation run while capturing; it is not recorded), and kept alive with the graph.
+# Graph allocation nodes would not do: memory a graph frees itself is gone when the replay ends, and
+# memory it does not free must be freed before the graph may run again. PyTorch's private pool is
+# the same idea through its caching allocator: during a capture, allocations come from a pool that
+# only that graph, or the graphs that share the pool, use.
+#
+# The function here is one layer's MLP half from the capstone's model: RMSNorm, up projection,
+# SiLU, down projection, four kernels, out of place.
+
+# %%
+model = dec.make_model(seed=0)
+mlp = fw.mlp_block(model)
+rng = np.random.default_rng(10)
+x_a, x_b = rng.standard_normal(64), rng.standard_normal(64)
+
+g = labkit.graphed(mlp, x_a)
+print(g)
+print("static input:", g.static_inputs[0].shape, "| static output:", g.static_outputs.shape)
+print("answer for x_a matches numpy:", np.allclose(g(x_a).copy_to_host(), fw.mlp_reference(model, x_a)))
+
+# %% [markdown]
+# ### The bug: keeping what a call returned
+#
+# Every call returns *the same* device array. Keep the result of one call, call again, and the
+# first result has changed under you. PyTorch's graphed callables and `torch.compile`'s CUDA graphs
+# behave alike; the latter raises "accessing tensor output of CUDAGraphs that has been overwritten
+# by a subsequent run", and its remedy is this notebook's: clone the output first.
+
+# %%
+out_a = g(x_a)
+out_b = g(x_b)
+print("out_a is out_b:", out_a is out_b)
+print("out_a still holds the answer for x_a:", np.allclose(out_a.copy_to_host(), fw.mlp_reference(model, x_a)))
+print("out_a now holds the answer for x_b:  ", np.allclose(out_a.copy_to_host(), fw.mlp_reference(model, x_b)))
+
+# %% [markdown]
+# ### The fix: copy what you keep, before the next call
+
+# %%
+kept_a = g(x_a).copy_to_host()
+kept_b = g(x_b).copy_to_host()
+assert np.allclose(kept_a, fw.mlp_reference(model, x_a)) and np.allclose(kept_b, fw.mlp_reference(model, x_b))
+print("both kept results are right: each was copied out before the next call")
+
+# %% [markdown]
+# A graph's buffers have the sample's shape and dtype, so a different input is refused with what
+# to do instead:
+
+# %%
+try:
+    g(x_a.astype(np.float32))
+except ValueError as exc:
+    print("refused:", exc)
+
+# %% [markdown]
+# What does a graphed call cost against calling `mlp` itself? The eager call launches four kernels
+# (and allocates its three arrays); the graphed call copies the input in and launches one graph.
+
+# %%
+x_dev = labkit.to_device(x_a)
+eager_call = timing.measure(lambda: mlp(stream, x_dev), sync=stream, label="eager call")
+graphed_call = timing.measure(lambda: g(x_a), label="graphed call")
+print(f"per call: eager {eager_call.p50:.1f} µs, graphed {graphed_call.p50:.1f} µs "
+      f"({eager_call.p50 / graphed_call.p50:.1f}x)")
+claims.graphed_call_cheaper(eager_call.p50, graphed_call.p50)
+
+# %% [markdown]
+# **Takeaway:** a graphed callable is capture plus static buffers behind a function call; what it
+# returns belongs to the graph, so copy what you keep.
+
+# %% [markdown]
+# ## 3. Piecewise graphs: attention eager, the rest graphed
+#
+# vLLM's `PIECEWISE` mode captures a model as several graphs, and runs its attention between them
+# eagerly. Why pay launches again? Attention kernels are the ones whose launch parameters
+# depend on the batch: how many sequences, how long each is, how the KV cache is laid out, how many
+# splits a kernel uses. A graph freezes launch parameters, so a fully captured step must either fix
+# them (pad every batch to a captured shape, with attention kernels written to read lengths from
+# device memory, as the course's decoder does) or leave attention out. An engine pays the piecewise
+# price when its attention kernels cannot run inside a graph for the batches it serves: mixed
+# prefill and decode batches, or an attention backend that does not support full capture.
+# That is why vLLM also has `FULL` and `FULL_AND_PIECEWISE` modes: full graphs where attention
+# allows it (uniform decode batches), piecewise otherwise.
+#
+# The capstone's step splits the same way: per layer, the three attention kernels (scores, softmax,
+# weighted sum) run eagerly; each run of kernels between them is one graph.
+
+# %%
+PROMPT = 1
+piecewise = fw.PiecewiseStep(model, stream)
+print(f"per token: {piecewise.pieces} graph replays + {piecewise.eager_kernels} eager kernels "
+      f"= {piecewise.kernels} kernels, the same as the full graph's {model.cfg.kernels_per_token}")
+
+ref = dec.reference_generate(model, PROMPT, N_TOK)
+eager = dec.generate_eager(model, PROMPT, N_TOK, stream)
+full = dec.generate_graph(model, PROMPT, N_TOK, stream)
+piece = fw.generate_piecewise(model, PROMPT, N_TOK, stream, step=piecewise)
+for name, r in (("eager", eager), ("piecewise", piece), ("full graph", full)):
+    assert np.array_equal(r.tokens, ref), f"{name} tokens differ from numpy's"
+print("eager, piecewise and full graph decode numpy's tokens exactly:", ref[:8], "...")
+
+# %% tags=["key-figure"]
+rows = {"numba eager": eager, "numba piecewise": piece, "numba full graph": full}
+med = {n: float(np.median(r.token_us)) for n, r in rows.items()}
+for n, r in rows.items():
+    print(f"{n:18s} {r.tokens_per_s:9.0f} tokens/s   {med[n]:8.1f} µs per token")
+claims.piecewise_between(med["numba eager"], med["numba piecewise"], med["numba full graph"])
+plot.bars({n: r.tokens_per_s for n, r in rows.items()}, ylabel="tokens per second", log=True,
+          title="10-1 Decode throughput: eager, piecewise, full graph");
+plt.show()
+
+# %% [markdown]
+# Piecewise lands between the two: it removes most of the eager step's launch time, and still pays
+# one launch for each eager attention kernel and one for each piece. The timelines of one token show where the
+# difference goes; they share one time axis.
+
+# %%
+full_exec = dec.capture_step(model, stream)
+tls = {}
+for name in ("eager", "piecewise", "full graph"):
+    dec.reset(model, PROMPT, stream)
+    with timing.timeline(note=f"one token, {name}") as rec:
+        if name == "eager":
+            dec.step(model, stream)
+        elif name == "piecewise":
+            piecewise(stream)
+        else:
+            full_exec.launch(stream)
+        stream.synchronize()
+    tls[name] = rec.timeline
+plot.timelines([(tl, f"10-2 One token, {n}") for n, tl in tls.items()],
+               stream_names={stream: "decode"}, max_labels=0);
+plt.show()
+
+# %% [markdown]
+# **Takeaway:** piecewise capture trades a few launches per layer for the freedom to run
+# attention with launch parameters chosen per batch.
+
+# %% [markdown]
+# ## 4. The same step in PyTorch and CuPy (on a GPU)
+#
+# On a GPU with PyTorch installed, the next cell adds three rows to the table above:
+#
+# - **`torch.cuda.graph`**: the capstone's step written in PyTorch (`dec.torch_generate`), warmed up
+#   on a side stream, captured once, replayed per token:
+#   ```python
+#   g = torch.cuda.CUDAGraph()
+#   with torch.cuda.graph(g):        # its own side stream; a private memory pool
+#       one_step()
+#   g.replay()                       # per token
+#   ```
+# - **`torch.compile(mode="reduce-overhead")`**: the same function compiled; PyTorch records the
+#   CUDA graph itself after warm-up, and `torch.compiler.cudagraph_mark_step_begin()` before each
+#   token says a new iteration starts (`fw.torch_compile_generate`);
+# - **CuPy's stream capture** of the numba step, launched on a CuPy stream:
+#   ```python
+#   s = cupy.cuda.Stream(non_blocking=True)
+#   s.begin_capture()
+#   dec.step(model, numba.cuda.external_stream(s.ptr))   # the same numba launches, on CuPy's stream
+#   graph = s.end_capture()
+#   graph.launch(s)                  # per token
+#   ```
+#
+# Each row checks its tokens against numpy's. On the simulator these rows need a GPU, and the
+# cell says so; the numba rows above are labkit's equivalent of the same graphs.
+
+# %%
+gpu_rows = {}
+if labkit.backend != "cuda":
+    print("The PyTorch and CuPy rows need a GPU (backend 'cuda'); this is the simulator. "
+          "labkit's rows above are the same step: eager, piecewise and one captured graph.")
+else:
+    if importlib.util.find_spec("torch") is not None:
+        gpu_rows["torch CUDAGraph"] = dec.torch_generate(model, PROMPT, N_TOK, graph=True)
+        gpu_rows["torch.compile reduce-overhead"] = fw.torch_compile_generate(model, PROMPT, N_TOK)
+    else:
+        print("PyTorch is not installed here: pip install torch for its rows")
+    if importlib.util.find_spec("cupy") is not None:
+        gpu_rows["CuPy stream capture"] = fw.cupy_capture_generate(model, PROMPT, N_TOK)
+    else:
+        print("CuPy is not installed here: pip install cupy-cuda12x (or -cuda13x) for its row")
+for n, r in gpu_rows.items():
+    same = "same tokens as numpy" if np.array_equal(r.tokens, ref) else "TOKENS DIFFER from numpy"
+    print(f"{n:30s} {r.tokens_per_s:9.0f} tokens/s   ({same}; numba full graph "
+          f"{full.tokens_per_s:.0f} tokens/s)")
+
+# %% [markdown]
+# ## 5. Traces in the tools practitioners use
+#
+# ### Perfetto and `chrome://tracing`
+#
+# The course draws its timelines with matplotlib. The same timeline exports to the Chrome
+# trace-event JSON format, which [Perfetto](https://ui.perfetto.dev) and `chrome://tracing` open:
+# one complete event per span, host rows as threads of a "host" process, streams as threads of a
+# "GPU" process. Drop the file on Perfetto's page to zoom, select and measure.
+
+# %%
+trace_path = os.path.join(tempfile.gettempdir(), "labkit_piecewise_token.json")
+timing.save_chrome_trace(tls["piecewise"], trace_path)
+with open(trace_path, encoding="utf-8") as f:
+    trace = json.load(f)
+spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+print(f"wrote {trace_path}: {len(spans)} events for {len(tls['piecewise'].spans)} spans")
+for e in spans[:4]:
+    print(json.dumps({k: e[k] for k in ("name", "cat", "ph", "ts", "dur", "pid", "tid")}))
+
+# %% [markdown]
+# ### NVTX ranges and Nsight Systems
+#
+# labkit wraps the phases of a graph's life in NVTX ranges, in the domain `labkit`: `capture`,
+# `instantiate`, `upload`, `launch` and `update`. Nothing records them until a profiler listens;
+# under Nsight Systems they appear on the CPU thread's row, above the CUDA calls they contain:
+#
+# ```
+# nsys profile --trace=cuda,nvtx --cuda-graph-trace=graph python my_decode.py   # a graph as one range
+# nsys profile --trace=cuda,nvtx --cuda-graph-trace=node  python my_decode.py   # every node of it
+# ```
+#
+# `--cuda-graph-trace=graph` shows each graph launch as one span on the GPU; `node` shows every
+# kernel node, which is what you need to see a graph's insides, and adds more tracing overhead to
+# each launch (the course's own GPU timelines trace kernels the same way and say what it adds). What does a range cost when nothing listens?
+
+# %%
+print("labkit's NVTX ranges:", ", ".join(fw.NVTX_PHASES))
+range_us = fw.nvtx_range_us()
+print(f"one range (push + pop), no profiler attached: {range_us:.3f} µs of real time")
+claims.nvtx_range_cheap(range_us)
+
+# %% [markdown]
+# That is real time on your CPU, not the simulator's clock: on the simulator the ranges change no
+# figure of the course at all.
+#
+# **Takeaway:** export the timeline to see it in Perfetto; run under `nsys` with NVTX to see
+# labkit's phases beside the CUDA calls, per graph or per node.
+
+# %%
+reference.note("10")
+
+# %% [markdown]
+# ## Summary
+#
+# - Capture, static buffers, a memory pool, graphs per shape with padding, updates, an eager
+#   fallback, piecewise graphs and conditional nodes: PyTorch, vLLM and llama.cpp each have their
+#   names for what this course built by hand.
+# - A graphed callable copies inputs into static buffers and replays; its outputs are the graph's,
+#   overwritten by the next call, so copy what you keep.
+# - Piecewise capture removes most of the launch time and leaves attention, whose launch
+#   parameters depend on the batch, eager. Your piecewise step sat between eager and the full graph.
+# - Timelines export to Perfetto; NVTX ranges name labkit's phases in Nsight Systems, where
+#   `--cuda-graph-trace=node` opens a graph up.
+#
+# ## Exercise: serve requests through one graph
+#
+# `nb10.make_graphed()` is a graphed callable for `3x + 1` over 1024 float32 values (think of one
+# value per request row of a batch). Requests come in several sizes. Write `serve(g, requests)`
+# that returns, for each request `r`, a numpy array equal to `3r + 1`, computing each with one call
+# of `g`. You will need what this notebook showed: the graph's shape is fixed, and its output is
+# overwritten by the next call. `g.static_inputs[0].shape` gives the graph's size.
+
+# %% tags=["starter"]
+def serve(g, requests):
+    results = []
+    for r in requests:
+        out = g(r)
+        results.append(out)
+    return results
+
+# %% tags=["solution"]
+def serve(g, requests):
+    size = g.static_inputs[0].shape[0]
+    results = []
+    for r in requests:
+        padded = np.zeros(size, np.float32)       # pad up to the captured size
+        padded[:r.size] = r
+        out = g(padded)
+        results.append(out.copy_to_host()[:r.size])   # copy out before the next call; cut the padding
+    return results
+
+# %% tags=["check"]
+from labkit.course.exercises import nb10
+nb10.check_serve(serve)
