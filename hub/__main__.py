@@ -55,12 +55,15 @@ def links(argv: list[str]) -> int:
     """Print one nbgitpuller link per course notebook."""
     parser = argparse.ArgumentParser(prog="python -m hub links", description=links.__doc__)
     parser.add_argument("--hub", required=True, help="the hub's address, https://...")
-    parser.add_argument("--repo", required=True, help="the course repository's clone URL")
+    parser.add_argument("--repo", help="the course repository's clone URL (default: "
+                        "pyproject.toml's [project.urls] Repository)")
     parser.add_argument("--branch", default="main",
                         help="the branch or tag the hub's image was built from (default main)")
     args = parser.parse_args(argv)
-    from hub.links import nbgitpuller_link
+    from hub.links import nbgitpuller_link, repository_url
     try:
+        if args.repo is None:
+            args.repo = repository_url(ROOT / "pyproject.toml")
         for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
             print(f"{nb.stem}: {nbgitpuller_link(args.hub, args.repo, nb.stem, args.branch)}")
     except ValueError as e:

@@ -8,6 +8,7 @@ commits into it without touching the learner's edits. ``urlpath`` is where the b
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from urllib.parse import urlencode, urlparse
 
 
@@ -40,3 +41,16 @@ def nbgitpuller_link(hub: str, repo: str, notebook: str, branch: str = "main",
     urlpath = f"lab/tree/{path}" if interface == "lab" else f"tree/{path}"
     query = urlencode({"repo": repo, "branch": branch, "urlpath": urlpath})
     return f"{hub.rstrip('/')}/hub/user-redirect/git-pull?{query}"
+
+
+def repository_url(pyproject: str | Path) -> str:
+    """The course's repository from pyproject.toml's ``[project.urls] Repository``."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    urls = tomllib.loads(Path(pyproject).read_text()).get("project", {}).get("urls", {})
+    if not urls.get("Repository"):
+        raise ValueError("pyproject.toml has no [project.urls] Repository (the course is not "
+                         "published yet): pass --repo with the repository's clone URL")
+    return urls["Repository"]

@@ -137,13 +137,6 @@ def test_an_nbgitpuller_link_pulls_the_course_and_opens_a_notebook_that_is_there
     assert (server["home"] / opened).is_file()
 
 
-def test_a_link_for_something_that_is_not_a_notebook_is_refused():
-    with pytest.raises(ValueError, match=r"^'eager' is not a course notebook's name"):
-        nbgitpuller_link("https://hub.example.org", "https://example.org/course", "eager")
-    with pytest.raises(ValueError, match=r"^the hub address 'hub\.example\.org' is not a URL"):
-        nbgitpuller_link("hub.example.org", "https://example.org/course", "00_setup")
-
-
 def test_the_server_leaves_no_kernel_running_once_stopped(server):
     # Last in this file (pytest keeps a module's order): it stops the module's server.
     assert server["seen"]
