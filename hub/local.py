@@ -64,8 +64,8 @@ class LocalHub:
     recipe
         The JupyterHub configuration file to load, unchanged.
     workdir
-        Where the hub's database, log and learners' homes go; a new temporary folder by default
-        (removed on exit).
+        Where the hub's database, log and learners' homes go; a new temporary folder by default,
+        removed on a clean exit and kept, with the hub's log, after a failure.
     extra_config
         Lines of JupyterHub configuration appended after the recipe's (``c.Spawner...``).
     env
@@ -79,6 +79,7 @@ class LocalHub:
         self.recipe = Path(recipe)
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="course-hub-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
         self.extra_config = extra_config
         self.env = env or {}
         self.start_timeout = start_timeout
@@ -133,8 +134,9 @@ class LocalHub:
         while True:
             self._note_processes()
             if self.proc.poll() is not None:
-                raise HubError(f"the hub did not start (it exited with code "
-                               f"{self.proc.returncode}): {self._log_reason()}")
+                code, reason = self.proc.returncode, self._log_reason()
+                self.stop(keep=True)
+                raise HubError(f"the hub did not start (it exited with code {code}): {reason}")
             try:
                 if self.api.get(f"{self.url}/hub/api/", timeout=2).ok:
                     threading.Thread(target=self._watch, daemon=True).start()
@@ -142,7 +144,7 @@ class LocalHub:
             except requests.ConnectionError:
                 pass
             if time.monotonic() > deadline:
-                self.stop()
+                self.stop(keep=True)
                 raise HubError(f"the hub did not answer on {self.url} within "
                                f"{self.start_timeout:.0f} s; its log: {self.log_path}")
             time.sleep(0.3)
@@ -186,8 +188,12 @@ class LocalHub:
         self._note_processes()
         return [p for p in self._seen.values() if p.is_running()]
 
-    def stop(self, timeout: float = 60) -> None:
-        """Stop the hub and everything it started; raise `HubError` naming any process left."""
+    def stop(self, timeout: float = 60, keep: bool = False) -> None:
+        """Stop the hub and everything it started; raise `HubError` naming any process left.
+
+        The working folder is removed if this object made it, unless ``keep`` (after a failure,
+        its log is what the error message points at).
+        """
         if self.proc is None:
             return
         self._watching.clear()
@@ -208,7 +214,7 @@ class LocalHub:
             except psutil.NoSuchProcess:
                 pass
         self.proc = None
-        if self._own_workdir:
+        if self._own_workdir and not keep and not left:
             shutil.rmtree(self.workdir, ignore_errors=True)
         if left:
             raise HubError(f"processes the hub started were still running after it stopped "
@@ -217,8 +223,8 @@ class LocalHub:
     def __enter__(self) -> "LocalHub":
         return self.start()
 
-    def __exit__(self, *exc) -> None:
-        self.stop()
+    def __exit__(self, exc_type, *exc) -> None:
+        self.stop(keep=exc_type is not None)
 
     # -- learners -------------------------------------------------------------------------------
     def login(self, name: str, password: str | None = None) -> requests.Session:

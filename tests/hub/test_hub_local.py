@@ -65,13 +65,13 @@ def test_three_learners_run_notebook_00_in_their_own_kernels_and_nothing_is_left
 def test_a_wrong_course_path_stops_the_hub_with_the_fix(tmp_path):
     with pytest.raises(HubError, match=r"^the hub did not start .*COURSE_HUB_COURSE='.*/nowhere' "
                                        r"does not exist"):
-        LocalHub(course=tmp_path / "nowhere").start()
+        LocalHub(course=tmp_path / "nowhere", workdir=tmp_path / "hub").start()
 
 
 def test_a_course_path_that_is_not_the_course_stops_the_hub_naming_what_it_lacks(tmp_path):
     with pytest.raises(HubError, match=r"^the hub did not start .*is not the course: it has no "
                                        r"notebooks/00_setup\.ipynb"):
-        LocalHub(course=tmp_path).start()
+        LocalHub(course=tmp_path, workdir=tmp_path / "hub").start()
 
 
 def test_a_learner_server_that_cannot_start_is_reported_with_the_hubs_reason():
@@ -102,8 +102,13 @@ def test_the_instructors_check_names_a_wrong_course_path_and_exits_non_zero(tmp_
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
+    import os
     run = subprocess.run([sys.executable, "-m", "hub", "check", "--course", str(tmp_path / "nowhere")],
-                         cwd=root, capture_output=True, text=True, timeout=120)
+                         cwd=root, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "TMPDIR": str(tmp_path)})
     assert run.returncode == 1
     assert run.stderr.startswith("hub check failed: the hub did not start"), run.stderr
     assert f"COURSE_HUB_COURSE='{tmp_path / 'nowhere'}' does not exist" in run.stderr
+    # The hub's log, which the message points at, is kept.
+    [log] = tmp_path.glob("course-hub-*/jupyterhub.log")
+    assert str(log) in run.stderr
