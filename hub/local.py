@@ -99,6 +99,8 @@ class LocalHub:
     def start(self) -> "LocalHub":
         why = proxy_missing()
         if why:
+            if self._own_workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
             raise HubError(why)
         config = self.workdir / "try_config.py"
         config.write_text(textwrap.dedent(f"""\
@@ -108,6 +110,7 @@ class LocalHub:
             c.JupyterHub.ip = "127.0.0.1"
             c.JupyterHub.port = {self.port}
             c.JupyterHub.hub_ip = "127.0.0.1"
+            c.Spawner.ip = "127.0.0.1"
             c.JupyterHub.hub_port = {_free_port()}
             c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:{_free_port()}"
             c.JupyterHub.db_url = "sqlite:///{self.workdir / 'jupyterhub.sqlite'}"
