@@ -20,7 +20,7 @@ and compare; it is a `BackendName`, so ``labkit.backend.is_gpu`` (any name of th
 import importlib as _importlib
 
 from . import backend as _be
-from ._errors import CudaError, check, hint_for
+from ._errors import CudaError, check, decoder_ring, hint_for
 from ._handles import stream_handle
 from ._kernel import kernel, Kernel, to_device, device_array, pinned_array
 from ._mapped import MappedArray, mapped_array
@@ -28,6 +28,8 @@ from ._prepared import prepare, PreparedLaunch, LaunchParams, launch_params
 from ._streams import Stream, Event, synchronize
 from ._graph import Graph, GraphExec, KernelNode, UpdateResult
 from ._capture import capture, fork
+from ._eager import eager, graphs_are_eager, EagerGraph, EagerExec
+from ._captured import captured, Captured, compare_outputs, Comparison
 from .cache import GraphCache
 from ._graphed import graphed, Graphed
 from .conditional import (Body, Condition, ConditionalGraph, conditional_graph,
@@ -69,7 +71,8 @@ __all__ = [
     "prepare", "PreparedLaunch", "LaunchParams", "launch_params", "timing", "plot",
     "expect", "ClaimFailed", "BackendName",
     "Condition", "Body", "ConditionalGraph", "conditional_graph", "conditional_in_capture",
-    "set_condition", "graphed", "Graphed",
+    "set_condition", "graphed", "Graphed", "eager", "graphs_are_eager", "captured",
+    "Captured", "EagerGraph", "EagerExec", "compare_outputs", "Comparison", "decoder_ring",
 ]
 
 # Public names for what lives in labkit.measure (above this core), imported when first asked for.

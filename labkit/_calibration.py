@@ -1,7 +1,11 @@
 """The simulator's cost model: figures measured on a real GPU by ``python -m labkit calibrate``.
 
-The JSON file holds the GPU, driver and versions it was measured with, the date, and each
-figure (µs unless named otherwise). `params()` returns the figures as a flat dict of floats.
+A calibration file follows the versioned schema ``calibration/calibration.schema.json``
+(``"schema": "labkit.calibration/2"``): the GPU, driver and versions it was measured with, the
+date, each figure the simulator charges (``params``: name -> ``value``, in the unit its name
+ends in, with its ``source`` and the ``spread`` it was taken from) and how the host departs from
+steady (``host_noise``). `load` refuses a file that does not match the schema, naming what is
+wrong and the command that writes a good one.
 
 ``LABKIT_SIM_PROFILE=NAME`` applies one of the what-if profiles in ``calibration/what-if.json``
 (a 10x slower GPU, a 2x slower host, a noisy host): they are not measurements, and
@@ -14,31 +18,60 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+import jsonschema
+import numpy as np
+
 DIR = Path(__file__).with_name("calibration")
 DEFAULT = DIR / "h200.json"
+SCHEMA = DIR / "calibration.schema.json"
+SCHEMA_NAME = "labkit.calibration/2"
+
+
+class CalibrationError(ValueError):
+    """A calibration file that does not match labkit's schema."""
+
+
+@lru_cache(maxsize=None)
+def schema() -> dict:
+    return json.loads(SCHEMA.read_text())
+
+
+def validate(data: dict, where: str = "calibration") -> dict:
+    """``data`` if it matches the schema; else a `CalibrationError` saying what is wrong and where."""
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA_NAME:
+        got = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise CalibrationError(
+            f"{where} is not a {SCHEMA_NAME} file (its \"schema\" is {got!r}): a file from an older "
+            "labkit, or not a calibration; run `python -m labkit calibrate` on a GPU to write one")
+    errors = sorted(jsonschema.Draft202012Validator(schema()).iter_errors(data),
+                    key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [f"  at {'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}" for e in errors[:8]]
+        more = f"\n  ... and {len(errors) - 8} more" if len(errors) > 8 else ""
+        raise CalibrationError(
+            f"{where} does not match {SCHEMA_NAME} ({SCHEMA.name}):\n" + "\n".join(lines) + more +
+            "\nrun `python -m labkit calibrate` on a GPU to write a whole file, or fix these entries")
+    return data
 
 
 @lru_cache(maxsize=None)
 def load(path: str | None = None) -> dict:
-    """Read a calibration file (``LABKIT_CALIBRATION`` or the packaged H200 one)."""
+    """Read and validate a calibration file (``LABKIT_CALIBRATION`` or the packaged H200 one)."""
     p = Path(path or os.environ.get("LABKIT_CALIBRATION") or DEFAULT)
     if not p.exists():
         raise FileNotFoundError(
             f"calibration file {p} is missing: reinstall labkit, or run "
             "`python -m labkit calibrate` on a GPU and point LABKIT_CALIBRATION at its output")
-    data = json.loads(p.read_text())
+    data = validate(json.loads(p.read_text()), f"calibration file {p}")
     data["path"] = str(p)
     name = profile()
     if name:
         spec = _profiles()[name]
         for key, factor in spec.get("scale", {}).items():
-            entry = data["params"].get(key)
-            if isinstance(entry, dict) and "measured" in entry:
-                entry["measured"] = [v * factor for v in entry["measured"]]
-            if isinstance(entry, dict) and "median" in entry:
-                entry["median"] *= factor
-            elif isinstance(entry, (int, float)):
-                data["params"][key] = entry * factor
+            entry = data["params"][key]
+            entry["value"] *= factor
+            if "per_size" in entry:
+                entry["per_size"] = [v * factor for v in entry["per_size"]]
         data["profile"] = {"name": name, **spec}
     return data
 
@@ -59,11 +92,10 @@ def profile() -> str | None:
 
 
 def jitter():
-    """A what-if profile's host noise as a function cost_us -> cost_us, or None."""
+    """A what-if profile's extra host noise as a function cost_us -> cost_us, or None."""
     spec = load().get("profile", {}).get("jitter")
     if not spec:
         return None
-    import numpy as np
     rng = np.random.default_rng(spec["seed"])
     every, spike, sigma = spec["spike_every"], spec["spike_us"], spec["sigma"]
 
@@ -73,18 +105,11 @@ def jitter():
     return noisy
 
 
-# Figures that later versions of ``labkit calibrate`` measure, and what an older calibration
-# (which lacks them) is charged instead: the model as it was before they were measured.
-_LATER = {"decode_kernel_us": "kernel_us", "numba_launch_per_array_us": 0.0,
-          "blocking_sync_wake_us": 0.0, "blocking_sync_cpu_us": 0.0}
-
-
 def params() -> dict[str, float]:
-    """The cost model's figures: name -> median value."""
-    out = {}
-    for name, v in load()["params"].items():
-        out[name] = float(v["median"] if isinstance(v, dict) else v)
-    for name, instead in _LATER.items():
-        if name not in out:
-            out[name] = out.get(instead, 0.0) if isinstance(instead, str) else instead
-    return out
+    """The cost model's figures: name -> the value the simulator charges."""
+    return {name: float(v["value"]) for name, v in load()["params"].items()}
+
+
+def host_noise() -> dict:
+    """The calibration's ``host_noise``: warm-up, stretch speeds and call jitter (see the schema)."""
+    return load()["host_noise"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["push", "pop", "current", "keep"]
+__all__ = ["push", "pop", "current", "keep", "record"]
 
 _local = threading.local()
 open_count = 0
@@ -48,3 +48,14 @@ def keep(args, kernel=None) -> None:
                 seen = cap.launched.setdefault(kernel, [])
                 if len(seen) < 4:          # a few shapes are enough to check against
                     seen.append(args)
+
+
+def record(k, grid, block, args) -> bool:
+    """With the eager switch on, a labkit capture records launches instead of making them:
+    True when this launch was recorded (the caller then submits nothing)."""
+    cap = current()
+    if cap is None or cap.recorded is None:
+        return False
+    cap.recorded.append((k, grid, block, tuple(args)))
+    cap.keepalive.append(args)
+    return True

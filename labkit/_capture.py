@@ -5,6 +5,7 @@ import contextlib
 
 from . import _capstack, _hostspans, _nvtx
 from ._errors import CudaError, check
+from ._eager import EagerGraph, graphs_are_eager
 from ._graph import Graph
 from ._handles import stream_handle
 from ._streams import Event
@@ -28,6 +29,7 @@ class Capture:
         self.first_error: CudaError | None = None
         self.keepalive: list = []
         self.launched: dict = {}     # kernel -> argument tuples launched with (see _capstack.keep)
+        self.recorded: list | None = None   # the eager switch: the launches recorded instead
 
     @property
     def graph(self):
@@ -54,9 +56,16 @@ def capture(stream, mode: str = "global"):
     The capture is always ended, also when the block raises, so the stream is never left
     capturing. A Python exception from the block propagates unchanged; if the capture was
     invalidated, a `CudaError` names the first failing call.
+
+    With the eager switch on (``LABKIT_GRAPHS=eager``, see `labkit.eager`) nothing is
+    captured: the block's labkit launches are recorded, and ``cap.graph`` is a
+    `labkit.EagerGraph` whose executable makes them at each launch.
     """
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {sorted(_MODES)}, got {mode!r}")
+    if graphs_are_eager():
+        yield from _record(stream, mode)
+        return
     h = stream_handle(stream)
     if h in (0, 1):
         # the same error and hint as the raw cudaStreamBeginCapture(0, ...) through check()
@@ -92,6 +101,20 @@ def capture(stream, mode: str = "global"):
                     cause = CudaError(first)
                 where = f"; the first failing call was: {cause}" if cause else ""
                 raise CudaError(err, f"cudaStreamEndCapture{where}") from cause
+
+
+def _record(stream, mode):
+    """The eager switch's capture: record the block's labkit launches, submit nothing."""
+    stream_handle(stream)                  # a closed stream is refused as in a capture
+    cap = Capture(stream, mode)
+    cap.recorded, cap._open = [], True
+    stack = _capstack.push(cap)
+    try:
+        yield cap
+    finally:
+        _capstack.pop(stack)
+        cap._open = False
+        cap._graph = EagerGraph(cap.recorded, keepalive=cap.keepalive, launched=cap.launched)
 
 
 def _refuse_begin(err, h):

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from cuda.bindings import runtime as _names  # enums and error strings only: needs no GPU
 
-__all__ = ["CudaError", "check", "hint_for"]
+__all__ = ["CudaError", "check", "hint_for", "decoder_ring", "DecoderRing"]
 
 _HINTS = {
     1: "an argument is invalid: check handles, sizes and pointers (a host pointer where a "
-       "device pointer is expected is a common cause)",
+       "device pointer is expected is a common cause); a graph relaunched while its last "
+       "launch's allocation is unfreed: free it (cudaFreeAsync in the capture) or instantiate "
+       "with cudaGraphInstantiateFlagAutoFreeOnLaunch",
     2: "the GPU is out of memory: free arrays you no longer need or use smaller problems",
     35: "the CUDA driver is missing or older than the runtime: on a machine without a GPU use "
         "LABKIT_BACKEND=sim",
@@ -21,15 +23,16 @@ _HINTS = {
     600: "the work is not finished yet; this is a status, not a failure: synchronize or poll again",
     700: "a kernel accessed memory it must not: check indices against array sizes, and that no "
          "graph replays into a freed buffer",
-    900: "this call is not allowed on a capturing stream (or in this capture's mode). Usual "
-         "causes: the legacy NULL stream 0 (capture a stream you created, labkit.Stream()); a "
-         "synchronize or query of the capturing stream (do it after cudaStreamEndCapture); an "
-         "allocation or free in global mode (do it before the capture); a numpy array passed "
-         "to a numba kernel (numba would allocate a temporary device buffer: pass device "
-         "arrays). A refused call inside a capture also invalidates it",
-    901: "the capture was invalidated by an earlier illegal call inside it; the graph is lost. "
-         "End the capture, fix the call that failed first (often a synchronize or a host array), "
-         "and capture again",
+    900: "this call is not allowed on a capturing stream (or in this capture's mode), and a "
+         "refused call invalidates the capture: the legacy NULL stream 0 (capture a stream you "
+         "created, labkit.Stream()); a synchronize or query of the capturing stream (do it "
+         "after cudaStreamEndCapture); an allocation or free in global mode (do it before the "
+         "capture, or cudaMallocAsync/cudaFreeAsync on the capturing stream); a numpy array "
+         "passed to a numba kernel (numba would allocate a temporary device buffer; pass device "
+         "arrays)",
+    901: "the capture was invalidated by an earlier illegal call inside it, so the graph is "
+         "lost: end the capture, fix the call that failed first (often a synchronize or a host "
+         "array), and capture again",
     902: "two separate captures would be merged: do not make a stream of one capture wait on an "
          "event recorded in another",
     903: "the capture was not ended on the stream that began it: call cudaStreamEndCapture on the "
@@ -40,9 +43,12 @@ _HINTS = {
          "same capture (or synchronize before beginning it)",
     906: "the legacy NULL stream would wait on a capturing blocking stream: capture streams made "
          "with cudaStreamNonBlocking and do not use stream 0 while capturing",
-    907: "this event was last recorded in a capturing stream, so it has no time yet: query, "
-         "synchronize or time events after the graph has been launched",
-    908: "a thread-local capture must be ended by the thread that began it",
+    907: "this event was last recorded in a capturing stream, where a record only joins "
+         "streams within the capture (a launch of the graph records nothing in it): record the "
+         "event again outside the capture, after launching the graph, then query, synchronize "
+         "or time it",
+    908: "a global or thread-local capture was ended (or joined) from another thread than the "
+         "one that began it: end it on the thread that began it, or capture in relaxed mode",
     910: "the new graph differs from the executable in a way an update cannot express (a node "
          "added or removed, a node of another type): instantiate the new graph instead",
 }
@@ -51,6 +57,65 @@ _HINTS = {
 def hint_for(code: int) -> str:
     """Return labkit's advice for a cudaError_t value (an empty string where it has none)."""
     return _HINTS.get(int(code), "")
+
+
+def _cause_and_fix(hint: str) -> tuple[str, str]:
+    """A hint reads "likely cause: fix"; the first ": " divides them."""
+    cause, sep, fix = hint.partition(": ")
+    if not sep or not cause or not fix:
+        raise ValueError(f"a hint must read 'likely cause: fix', got {hint!r}")
+    return cause, fix
+
+
+class DecoderRing:
+    """The table error -> likely cause -> fix, one row per code labkit has a hint for.
+
+    ``rows``: (code, name, likely cause, fix). Shown as an HTML table in a notebook; ``str()``
+    is the same table in Markdown."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def __str__(self):
+        lines = ["| error | likely cause | fix |", "|---|---|---|"]
+        for code, name, cause, fix in self.rows:
+            lines.append(f"| `{name}` ({code}) | {cause} | {fix} |")
+        return "\n".join(lines)
+
+    def _repr_markdown_(self):
+        return str(self)
+
+    def _repr_html_(self):
+        """The table as HTML: what a notebook and the course site show."""
+        from html import escape
+        top = ' style="vertical-align: top; text-align: left; overflow-wrap: anywhere"'
+        cols = "".join(f'<col style="width: {w}%">' for w in (28, 32, 40))
+        head = f"<tr><th{top}>error</th><th{top}>likely cause</th><th{top}>fix</th></tr>"
+        body = "".join(f'<tr><td{top}><code style="word-break: break-all">{escape(name)}</code> '
+                       f"({code})</td><td{top}>{escape(cause)}</td><td{top}>{escape(fix)}</td></tr>"
+                       for code, name, cause, fix in self.rows)
+        return (f'<table class="decoder-ring" style="table-layout: fixed; width: 100%">'
+                f"{cols}{head}{body}</table>")
+
+    def __repr__(self):
+        return f"<labkit.DecoderRing {len(self.rows)} errors>"
+
+
+def decoder_ring(codes=None) -> DecoderRing:
+    """The error -> likely cause -> fix table, made from labkit's own hints (`hint_for`), so
+    the table and the messages a `CudaError` carries never disagree.
+
+    ``codes``: the cudaError_t values to show, in this order (default: every one with a hint).
+    """
+    codes = sorted(_HINTS) if codes is None else [int(c) for c in codes]
+    rows = []
+    for code in codes:
+        hint = hint_for(code)
+        if not hint:
+            raise ValueError(f"labkit has no hint for error {code}: it has hints for "
+                             f"{sorted(_HINTS)}")
+        rows.append((code, _describe(code)[0], *_cause_and_fix(hint)))
+    return DecoderRing(rows)
 
 
 def _describe(code: int) -> tuple[str, str]:

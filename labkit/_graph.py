@@ -26,6 +26,7 @@ _KIND = {
     "cudaGraphNodeTypeEventRecord": "event_record", "cudaGraphNodeTypeWaitEvent": "wait_event",
     "cudaGraphNodeTypeGraph": "graph", "cudaGraphNodeTypeHost": "host",
     "cudaGraphNodeTypeConditional": "conditional",
+    "cudaGraphNodeTypeMemAlloc": "mem_alloc", "cudaGraphNodeTypeMemFree": "mem_free",
 }
 
 
@@ -118,11 +119,12 @@ class Graph(Handle):
         finally:
             os.unlink(path)
 
-    def instantiate(self, upload_stream=None) -> "GraphExec":
-        """Instantiate into an executable graph (optionally uploading it to ``upload_stream``)."""
+    def instantiate(self, upload_stream=None, flags=0) -> "GraphExec":
+        """Instantiate into an executable graph (optionally uploading it to ``upload_stream``);
+        ``flags``: ``cudaGraphInstantiateFlags`` (e.g. AutoFreeOnLaunch for graph allocations)."""
         with _nvtx.phase("instantiate"):
-            ex = GraphExec(check(rt.cudaGraphInstantiate(self._open(), 0), "cudaGraphInstantiate"),
-                           self)
+            ex = GraphExec(check(rt.cudaGraphInstantiate(self._open(), flags),
+                                 "cudaGraphInstantiate"), self)
         if upload_stream is not None:
             ex.upload(upload_stream)
         return ex

@@ -177,6 +177,8 @@ class PreparedLaunch:
         if args:
             self.params = self.params.with_args(*args)
         p = self.params
+        if _capstack.open_count and _capstack.record(p.kernel, p.grid, p.block, p.args):
+            return                     # the eager switch: recorded, not launched
         p.native.launch(self._h)
         if rec is not None:
             rec.add(f"prepared {self.kernel.name}", "launch", t0)

@@ -19,11 +19,13 @@ from .._handles import stream_handle
 __all__ = ["eager_launch"]
 
 
-def eager_launch(k, owner, submit: Callable[..., None]) -> Callable[..., None]:
+def eager_launch(k, owner, submit: Callable[..., None], grid=None, block=None) -> Callable[..., None]:
     """``launch(*args)``: ``submit(*args)`` (the backend's own launch of kernel ``k``, which
     raises a CudaError on failure), with the span, the closed-stream check and the keep-alive.
 
-    ``owner``: the labkit.Stream the launch goes to, or None (a raw handle or a builder)."""
+    ``owner``: the labkit.Stream the launch goes to, or None (a raw handle or a builder).
+    ``grid``, ``block``: the launch's, for a capture that records launches (the eager switch,
+    `labkit._eager`) instead of capturing them."""
     label = f"launch {k.name}"
 
     def launch(*args):
@@ -31,6 +33,8 @@ def eager_launch(k, owner, submit: Callable[..., None]) -> Callable[..., None]:
         t0 = rec.now() if rec is not None else 0
         if owner is not None and owner.handle is None:
             stream_handle(owner)                   # raises: the stream was closed
+        if _capstack.open_count and _capstack.record(k, grid, block, args):
+            return                                 # the eager switch: recorded, not launched
         submit(*args)
         if rec is not None:
             rec.add(label, "launch", t0)

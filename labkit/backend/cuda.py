@@ -151,7 +151,7 @@ def launcher(k, grid, block, stream, owner=None):
             config(*args)
         except Exception as exc:   # numba raises CudaAPIError, cuda.core raises CUDAError
             _launch_error(name, exc, args)
-    return eager_launch(k, owner, submit)
+    return eager_launch(k, owner, submit, grid, block)
 
 
 # ------------------------------------------------------------------ parameter blocks

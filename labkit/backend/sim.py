@@ -254,15 +254,16 @@ def launcher(k, grid, block, stream, owner=None):
                                 "array (numba would allocate a temporary device buffer for it)")
             _hooks.host_work(sum(2 * (P("memcpy_latency_us") + a.nbytes / (P("memcpy_GBps") * 1e3))
                                  for a in host))
-        # numba types and marshals each argument in Python: every device array past the
-        # calibration kernel's one adds its share to an eager launch
+        # numba types and marshals each argument in Python, capturing or not: every array past the
+        # calibration kernel's one adds its share, to an eager launch and to a captured one alike
         arrays = sum(1 for a in args if isinstance(a, np.ndarray) or _is_device_array(a))
-        cost = P("capture_launch_us") if capturing else (
-            P("numba_launch_us") + P("numba_launch_per_array_us") * max(arrays - 1, 0))
+        cost = (P("capture_launch_us") if capturing else P("numba_launch_us")) \
+            + P("numba_launch_per_array_us") * max(arrays - 1, 0) \
+            + _hooks.first_use("kernel_first_launch", func)     # numba's JIT and the module load
         err = _hooks.launch(func, grid, block, tuple(_param(a) for a in args), stream, cost)
         if int(err):
             raise CudaError(err, f"launching {name}")
-    return eager_launch(k, owner, submit)
+    return eager_launch(k, owner, submit, grid, block)
 
 
 def _dim3(d):
@@ -279,6 +280,7 @@ class KernelParams:
             raise TypeError("a parameter block takes device arrays only; use labkit.to_device")
         self.name, self.grid, self.block, self.args = k.name, grid, block, tuple(args)
         self.func = _function(k)
+        _hooks.host_work(_hooks.first_use("kernel_first_launch", self.func))   # compiled here
         self._values = tuple(_param(a) for a in args)
         self.node_params = _hooks.kernel_node_params(self.func, grid, block, self._values)
 

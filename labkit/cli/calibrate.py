@@ -1,15 +1,18 @@
 """``python -m labkit calibrate``: measure the simulator's cost model on a real GPU.
 
 Each figure is measured as the simulator uses it (see labkit/sim/runtime.py) and saved with its
-spread, the GPU, driver, versions and date, as JSON. Run it on the GPU the course should
-imitate; commit the file as ``labkit/calibration/h200.json`` (or point LABKIT_CALIBRATION at it).
+spread, the GPU, driver, versions and date, and the host's noise (`labkit.measure.host_noise`),
+as one JSON file in the layout ``labkit/calibration/calibration.schema.json`` describes. Run it on
+the GPU the course should imitate; commit the file as ``labkit/calibration/h200.json`` (or point
+LABKIT_CALIBRATION at it): one run writes the whole file.
 
 A GPU host's own speed drifts by tens of per cent from minute to minute (clocks, the CPU's
 frequency, other tenants). So the host costs are measured in several rounds, and each round
 also runs the chain benchmark (`labkit.cli.bench.measure_chain`), alternating which goes first:
 the model's figures and the benchmark it is checked against come from the same minutes. Each
-figure is the median over the rounds; ``p10``/``p90`` are over the rounds too. ``--bench-out``
-saves the benchmark's medians, which the fidelity test compares the simulator with.
+figure's ``value`` is its fastest round's (see `_fig`), and its ``spread`` is over the rounds.
+``--bench-out`` saves the benchmark's figures and rounds, which the fidelity test compares the
+simulator with.
 """
 from __future__ import annotations
 
@@ -23,7 +26,8 @@ import numpy as np
 
 import labkit
 from labkit import explicit, timing
-from labkit.measure import _cupti
+from labkit._calibration import SCHEMA_NAME, validate
+from labkit.measure import _cupti, host_noise
 from labkit.backend import is_gpu
 from labkit.cli.bench import (BLOCK, GRID, N, _capture_chain, _host, measure_chain, node_updates,
                           prepared_chain)
@@ -46,13 +50,21 @@ def _fit(sizes, values):
 # on the H200's host, whole stretches of seconds ran every driver call 1.7–2.2× slower (a raw node
 # update 0.75 µs, then 1.4–1.7 µs for a second or more, often after the process had slept; the
 # host's power states, not CUDA's nor labkit's), and 6 of 7 rounds of a calibration fell into them.
-# The fastest round is the host at speed, the figure the simulator charges; the median over the
-# rounds stays beside it. (Python's timeit reasons the same way about its repeats.)
-def _fig(values) -> dict:
+# The fastest round is the host at speed, the figure the simulator charges (``value``); the spread
+# over the rounds stays beside it, and the simulator's host noise draws its slower stretches from
+# those rounds (``host_noise.speed_ratios``). (Python's timeit reasons the same way about repeats.)
+def _fig(values, over: str = "rounds", source: str | None = None) -> dict:
     st = Stats(values)
-    return {"median": float(min(values)), "over_rounds_median": st.median,
-            "p10": st.percentile(10), "p90": st.percentile(90), "n": st.n,
-            "statistic": "the fastest round's median"}
+    return {"value": float(min(values)),
+            "source": source or f"the fastest of {st.n} {over}" + (
+                ", each the median of its own calls" if over == "rounds" else ""),
+            "spread": {"over": over, "n": st.n, "min": float(min(values)), "p10": st.percentile(10),
+                       "median": st.median, "p90": st.percentile(90)}}
+
+
+def _v(value, source: str, **extra) -> dict:
+    """One figure of the calibration: the value the simulator charges and where it came from."""
+    return {"value": float(value), "source": source, **extra}
 
 
 def _host_round(x, y, s, ex) -> dict:
@@ -121,7 +133,8 @@ def kernel_GBps(s) -> float:
 def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
     """Calibrate: ``rounds`` interleaved rounds of host costs and the chain benchmark.
 
-    Returns the calibration (``params``) with the benchmark's medians under ``bench``.
+    Returns the whole calibration file's contents, with the benchmark's figures under ``bench``
+    (which `main` writes to a file of their own).
     ``require_gpu=False`` lets the simulator calibrate itself, which the tests use to check
     that each figure is measured the way the simulator models it.
     """
@@ -150,11 +163,12 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
     for name in ("graph_launch", "instantiate", "upload", "exec_update"):
         per_size = np.min([h[name] for h in hosts], axis=0).tolist()   # fastest round, as _fig
         base, per = _fit(SIZES, per_size)
-        P[f"{name}_base_us"] = {"median": base, "sizes": SIZES, "measured": per_size,
-                                "rounds": [h[name] for h in hosts]}
-        P[f"{name}_per_node_us"] = {"median": per}
-    P["end_capture_per_node_us"] = {"median": END_CAPTURE_PER_NODE_US,
-                                    "source": "not separable from the host; inside capture_launch_us"}
+        P[f"{name}_base_us"] = _v(base, "the fastest round at each size (per_size); value: their "
+                                  "least-squares intercept", sizes=SIZES, per_size=per_size,
+                                  per_size_rounds=[h[name] for h in hosts])
+        P[f"{name}_per_node_us"] = _v(per, "the size sweep's least-squares slope")
+    P["end_capture_per_node_us"] = _v(END_CAPTURE_PER_NODE_US,
+                                      "not separable from the host; inside capture_launch_us")
     # GPU time of one node of a graph of tiny kernels: 5 replays back to back, so the wait for
     # the first one to start is spread over 5 × K nodes
     gpu = timing.gpu_measure(lambda: [ex.launch(s) for _ in range(5)], s, repeat=30, per=5 * K)
@@ -172,27 +186,30 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
                 rt.cudaMemcpyAsync(d, sp, n, kind, s.handle)
         return go
     bw = timing.gpu_measure(copies(dbig, big, big.nbytes, H2D, 1), s, repeat=10).median
-    P["memcpy_GBps"] = {"median": big.nbytes / (bw * 1e3)}
+    P["memcpy_GBps"] = _v(big.nbytes / (bw * 1e3), "a 64 MiB pinned host-to-device copy")
     # 20 and 40 small copies: the difference per copy is one copy's time, no launch gap in it;
     # less the bytes' time at that bandwidth, what is left is the copy's fixed latency
     t20, t40 = (timing.gpu_measure(copies(dsmall, small, 4096, H2D, n), s, repeat=30).median
                 for n in (20, 40))
-    P["memcpy_latency_us"] = {"median": (t40 - t20) / 20 - 4096 / (P["memcpy_GBps"]["median"] * 1e3)}
+    P["memcpy_latency_us"] = _v((t40 - t20) / 20 - 4096 / (P["memcpy_GBps"]["value"] * 1e3),
+                                "20 against 40 small copies back to back, per copy, less the bytes' time")
     d2 = labkit.device_array(16 << 20, np.float32)
     D2D = rt.cudaMemcpyKind.cudaMemcpyDeviceToDevice
     # two lengths of device-to-device copy: the difference is bandwidth alone, no latency; such
     # a copy reads and writes every byte, 2 × its size of memory traffic
     half, full = (timing.gpu_measure(copies(d2, dbig, n, D2D, 5), s, repeat=10, per=5).median
                   for n in (dbig.nbytes // 2, dbig.nbytes))
-    P["device_GBps"] = {"median": dbig.nbytes / ((full - half) * 1e3)}
-    P["kernel_GBps"] = {"median": kernel_GBps(s), "source": "add_one over 32 and 64 MiB, "
-                        "one thread per element: the bandwidth numba's simple kernels reach"}
+    P["device_GBps"] = _v(dbig.nbytes / ((full - half) * 1e3),
+                          "two lengths of device-to-device copy, the difference")
+    P["kernel_GBps"] = _v(kernel_GBps(s), "add_one over 32 and 64 MiB, one thread per element, "
+                          "ten back to back: the difference, the bandwidth numba's simple kernels reach")
 
     def malloc_free():
         _, p = rt.cudaMalloc(1 << 20)
         rt.cudaFree(p)
     # cudaFree costs one small API call: the rest is cudaMalloc's
-    P["malloc_us"] = _fig(timing.measure(malloc_free, repeat=30).samples - P["api_us"]["median"])
+    P["malloc_us"] = _fig(timing.measure(malloc_free, repeat=30).samples - P["api_us"]["value"], "calls",
+                          "the fastest of 30 calls (cudaMalloc and cudaFree of 1 MiB, less api_us)")
     # a spinning kernel at two lengths: the difference is the loop alone, without the launch
     iters = 100_000
     b1, b2 = (timing.gpu_measure(lambda: busy[1, 32, s](x, n), s, repeat=5).median
@@ -201,14 +218,17 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
     from labkit.measure import conditional_costs  # WHILE iterations and conditional nodes
     cond = conditional_costs.measure(s)
     for name in ("while_iteration_us", "conditional_node_us"):
-        P[name] = {"median": cond[name], "measured": cond, "source": "labkit.measure.conditional_costs"}
+        P[name] = _v(cond[name], "labkit.measure.conditional_costs", inputs=cond)
     from labkit.course import decode_costs  # the decoder's kernels, numba's per-array cost, waits
     dc = decode_costs.measure(s)
-    src = {"measured": dc, "source": "labkit.course.decode_costs"}
-    P["numba_launch_per_array_us"] = {"median": dc["numba_launch_per_array_us"], **src}
-    P["blocking_sync_wake_us"] = {"median": dc["blocking_sync_wake_us"], **src}
-    P["blocking_sync_cpu_us"] = {"median": max(dc["blocking_wait_cpu_us"]
-                                               - P["sync_us"]["median"], 0.0), **src}
+    src = {"inputs": dc, "source": "labkit.course.decode_costs"}
+    P["numba_launch_per_array_us"] = _v(dc["numba_launch_per_array_us"], **src)
+    P["blocking_sync_wake_us"] = _v(dc["blocking_sync_wake_us"], **src)
+    P["blocking_sync_cpu_us"] = _v(max(dc["blocking_wait_cpu_us"] - P["sync_us"]["value"], 0.0), **src)
+
+    # the host's noise: a trace of single calls, new kernels, streams and events (host costs, so
+    # before CUPTI attaches), and the benchmark's rounds
+    noise = host_noise.measure(s, x, add_one, _bench_summary(benches)["per_round"])
 
     # One kernel's GPU time from a CUPTI trace, last of all: while CUPTI is attached every
     # launch is dearer, so no host cost may be measured after it.
@@ -225,22 +245,25 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
     except Exception as e:    # noqa: BLE001 - recorded in the file, not hidden
         why = f"the trace failed: {type(e).__name__}: {e}"
     kernel_us = kern if kern is not None else 0.8 * gpu.median
-    P["kernel_us"] = {"median": kernel_us,
-                      "source": "timeline" if kern is not None else f"0.8 × graph node ({why})"}
-    P["graph_node_gap_us"] = {"median": max(gpu.median - kernel_us, 0.0)}
-    P["decode_kernel_us"] = {"median": max(dc["decode_node_us"] - P["graph_node_gap_us"]["median"],
-                                           0.0), **src}
-    P["busy_ns_per_iter"] = {"median": (b2 - b1) * 1000.0 / iters}
+    P["kernel_us"] = _v(kernel_us, "the median kernel of one replay of the chain in a trace"
+                        if kern is not None else f"0.8 × graph node ({why})")
+    P["graph_node_gap_us"] = _v(max(gpu.median - kernel_us, 0.0), "one node of a graph of tiny "
+                                "kernels (5 replays back to back) less kernel_us")
+    P["decode_kernel_us"] = _v(max(dc["decode_node_us"] - P["graph_node_gap_us"]["value"], 0.0), **src)
+    P["busy_ns_per_iter"] = _v((b2 - b1) * 1000.0 / iters, "the busy kernel at 100,000 and 200,000 "
+                               "iterations, the difference")
     one = float(min(h["one_launch_us"] for h in hosts))           # fastest round, as _fig
     # one launch + sync, less numba's launch and the kernel: the time from the launch call's
     # return to the kernel's start (the sync returns as the kernel ends)
-    P["launch_latency_us"] = {"median": max(one - P["numba_launch_us"]["median"] - kernel_us, 0.5)}
+    P["launch_latency_us"] = _v(max(one - P["numba_launch_us"]["value"] - kernel_us, 0.5),
+                                "one launch and its sync, less numba_launch_us and kernel_us")
     ex.close(); g.close()
     bench = _bench_summary(benches)
     props = labkit.check(rt.cudaGetDeviceProperties(0))
     drv = labkit.check(rt.cudaDriverGetVersion())
     rtv = labkit.check(rt.cudaRuntimeGetVersion())
     return {
+        "schema": SCHEMA_NAME,
         "gpu": labkit.device_name(),
         "sm_count": int(props.multiProcessorCount),
         "compute_capability": [int(props.major), int(props.minor)],
@@ -253,6 +276,7 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
         "date": datetime.date.today().isoformat(),
         "source": f"python -m labkit calibrate ({rounds} rounds)",
         "params": anchor_to_bench(P, bench),
+        "host_noise": noise,
         "bench": bench,
     }
 
@@ -260,7 +284,7 @@ def measure(rounds: int = 7, *, require_gpu: bool = True) -> dict:
 # The chain benchmark, run in the same rounds, times some of the calls the simulator charges
 # with more repeats, interleaved with the raw driver call (3 × 100 alternating node updates, say).
 # On the H200 its figures and the host rounds' single passes over the same calls differed by up
-# to 1.9× (2026-12-03: a node update 1.65 against 3.0 µs, an explicit build 379 against 739 µs),
+# to 1.9× (a node update 1.65 against 3.0 µs, an explicit build 379 against 739 µs),
 # and the simulator must reproduce the benchmark that the notebooks and the README quote. So each
 # such figure is taken from the benchmark; a size sweep keeps its shape (how the cost grows with
 # the node count) and is scaled to the benchmark's figure at the chain's length.
@@ -272,30 +296,29 @@ SWEEPS = {"graph_launch": "graph_launch_us", "instantiate": "instantiate_us",
 
 def anchor_to_bench(P: dict, bench: dict, k: int = K) -> dict:
     """``P`` with the figures the benchmark measures taken from it (see above); the host
-    rounds' own figure stays beside each, as ``host_rounds``."""
+    rounds' own figures stay in each one's ``spread`` (and a sweep's in ``per_size_fastest``)."""
     P = {name: dict(v) for name, v in P.items()}
 
     def take(name, value, how):
-        P[name]["host_rounds"] = P[name]["median"]
-        P[name]["median"], P[name]["source"] = float(value), how
+        P[name]["value"], P[name]["source"] = float(value), how
     for name, key in DIRECT.items():
         take(name, bench[key], f"the chain benchmark's {key}")
-    end = P["end_capture_per_node_us"]["median"]
-    take("capture_launch_us", max(bench["capture_us"] - P["begin_capture_us"]["median"], 0.0) / k - end,
+    end = P["end_capture_per_node_us"]["value"]
+    take("capture_launch_us", max(bench["capture_us"] - P["begin_capture_us"]["value"], 0.0) / k - end,
          "the chain benchmark's capture_us, less begin and end, per launch")
     take("add_kernel_node_us", bench["explicit_build_us"] / k,
          "the chain benchmark's explicit_build_us, per node")
     for name, key in SWEEPS.items():
         sweep = P[f"{name}_base_us"]
-        at_k = float(np.interp(k, sweep["sizes"], sweep["measured"]))
+        at_k = float(np.interp(k, sweep["sizes"], sweep["per_size"]))
         if at_k <= 0:
             continue
         f = bench[key] / at_k
         how = f"the sweep scaled by {f:.3f} to the chain benchmark's {key}"
-        sweep["host_rounds_measured"] = sweep["measured"]
-        sweep["measured"] = [v * f for v in sweep["measured"]]
-        take(f"{name}_base_us", sweep["median"] * f, how)
-        take(f"{name}_per_node_us", P[f"{name}_per_node_us"]["median"] * f, how)
+        sweep["per_size_fastest"] = sweep["per_size"]
+        sweep["per_size"] = [v * f for v in sweep["per_size"]]
+        take(f"{name}_base_us", sweep["value"] * f, how)
+        take(f"{name}_per_node_us", P[f"{name}_per_node_us"]["value"] * f, how)
     return P
 
 
@@ -326,9 +349,10 @@ def main(argv=None) -> int:
     bench = data.pop("bench")
     out = Path(a.out)
     bench_out = Path(a.bench_out) if a.bench_out else out.with_name(out.stem + "-bench" + out.suffix)
-    out.write_text(json.dumps(data, indent=2))
-    bench_out.write_text(json.dumps(bench, indent=1))
-    print(json.dumps({k: v["median"] for k, v in data["params"].items()}, indent=1))
+    validate(data, "the calibration just measured")     # the simulator must be able to read it
+    out.write_text(json.dumps(data, indent=2) + "\n")
+    bench_out.write_text(json.dumps(bench, indent=1) + "\n")
+    print(json.dumps({k: v["value"] for k, v in data["params"].items()}, indent=1))
     print("bench medians:", json.dumps({k: v for k, v in bench.items() if k != "per_round"}))
     print(f"wrote {out} and {bench_out}")
     return 0

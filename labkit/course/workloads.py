@@ -85,4 +85,4 @@ def sizes() -> dict:
     in real time, the GPU faster; both give the same shapes of results)."""
     return dict(kernels=200, sweep=[1, 10, 50, 100, 200, 500, 1000],
                 repeat=course_size(cuda=50, sim=10), warmup=course_size(cuda=5, sim=2),
-                requests=course_size(cuda=2000, sim=300), tokens=course_size(cuda=64, sim=16))
+                requests=course_size(cuda=2000, sim=300), tokens=course_size(cuda=64, sim=48))

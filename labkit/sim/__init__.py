@@ -4,7 +4,8 @@
 * `runtime`: the implementation's public face, and what it covers and what not (its
   docstring); its modules are one concept each (`_state`, `_heap`, `_memory`, `_streams`,
   `_capture`, `_graphs`, `_exec`, `_conditional`, `_work`, `_device`);
-* `clock`: the virtual clock and its calibrated cost model;
+* `clock`: the virtual clock, its calibrated cost model and the seeded host noise (warm-up,
+  stretches of speed, jitter; `LABKIT_SIM_NOISE=0` for the exact model);
 * `_hooks`: labkit's own way in (allocations, function handles, launches), which CUDA's runtime
   API has no names for.
 """

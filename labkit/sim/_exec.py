@@ -100,6 +100,7 @@ def cudaGraphLaunch(graphExec, stream):
     if err is not None:
         return (S.fail(err),)
     host = _clock.C("graph_launch", _cond.count_nodes(x))   # bodies' nodes too
+    host += _clock.first_use("stream_first_use", s.handle)
     if not x.uploaded:
         host += _upload_us(x)
         x.uploaded = True

@@ -24,6 +24,7 @@ P = clock.P
 host_us = clock.host_us
 cpu_us = clock.cpu_us
 host_work = clock.host_work
+first_use = clock.first_use
 start_trace = clock.start_trace
 stop_trace = clock.stop_trace
 

@@ -136,7 +136,8 @@ def cudaEventRecord(event, stream):
             return (S.fail(E.cudaErrorStreamCaptureInvalidated),)
         e.captured, e.time_us = (s.capture, list(s.deps)), None
         return S.OK
-    _clock.api("cudaEventRecord", P("api_us"))
+    _clock.api("cudaEventRecord", P("api_us") + _clock.first_use("event_first_use", S.h(event))
+               + _clock.first_use("stream_first_use", s.handle))
     e.captured = None
     e.time_us = max(s.ready_us, _work.ordered_start(s, _clock.host_us()))
     s.ready_us = e.time_us

@@ -47,6 +47,7 @@ def ordered_start(s, earliest: float) -> float:
 
 def submit(s, ntype, payload, host_cost_us, api_name):
     """Record the work as a node when capturing, else run it now and place it on the GPU clock."""
+    host_cost_us += _clock.first_use("stream_first_use", s.handle)     # a new stream's warm-up
     if s.capture is not None:
         if s.capture.status != S.STATUS.cudaStreamCaptureStatusActive:
             return S.fail(E.cudaErrorStreamCaptureInvalidated)

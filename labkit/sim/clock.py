@@ -1,16 +1,25 @@
-"""The simulator's virtual, deterministic clock.
+"""The simulator's virtual clock.
 
 Host time advances by the calibrated cost of each call; GPU work is placed on per-stream
 timelines. While a trace is open, every host call and every piece of GPU work is recorded as a
 `Span` (row, name, start_us, end_us, kind), which is how the simulator draws timelines.
+
+The host is not perfectly steady, as a GPU server's is not (`HostNoise`): a kernel's first
+launch, a stream's and an event's first use cost extra (warm-up), the host runs at one speed for
+a stretch of time and then at another, and each call varies a little around its stretch's cost.
+All of it is drawn from the calibration's ``host_noise`` with a seeded generator, so a process
+sees the same figures run after run. ``LABKIT_SIM_SEED=N`` picks another seed (``random``: a new
+one each process); ``LABKIT_SIM_NOISE=0`` turns warm-up and noise off, for tests that need the
+model's exact figures.
 """
 from __future__ import annotations
 
+import os
 from typing import NamedTuple
 
 import numpy as np
 
-from .._calibration import jitter as _jitter, load, params as _params
+from .._calibration import host_noise as _host_noise, jitter as _jitter, load, params as _params
 
 
 class Span(NamedTuple):
@@ -22,18 +31,158 @@ class Span(NamedTuple):
     kind: str
 
 
+DEFAULT_SEED = 2024
+
+
+class HostNoise:
+    """How the simulated host departs from its steady costs, from a calibration's ``host_noise``.
+
+    * speed: ``speed_ratios`` are rounds' figures over the fastest round's, as measured on the
+      GPU. Those above ``slow_above`` are slow stretches: the host spends that share of its time
+      in them, ``stretch_us`` long on average, each at one of those speeds. The rest of the time
+      the host drifts: every ``drift_us`` or so (exponential lengths) it takes one of the other
+      ratios. The speed is a function of host time alone (from ``origin_us``, when the host was
+      made), so adding a call does not reshuffle it.
+    * call jitter: each call's cost is multiplied by a ratio drawn from ``call_ratio``'s
+      quantile function.
+    * spikes: a call is held up (preempted) with probability ``spikes.per_call``, for a time
+      drawn from ``spikes.us``'s quantile function, added after any wait it makes.
+    * warm-up: `first_use` charges ``warmup_us[kind]`` once per kernel, stream or event.
+    """
+
+    _BATCH = 4096
+
+    def __init__(self, spec: dict, seed: int | None, origin_us: float = 0.0):
+        self.seed, self.origin_us = seed, origin_us
+        # one generator each: the slow stretches and the drift depend on host time only, the
+        # jitter on the calls
+        self._slow_rng, self._drift_rng, self._call_rng = (
+            np.random.default_rng([seed, i]) if seed is not None else np.random.default_rng()
+            for i in (1, 2, 3))
+        ratios = np.asarray(spec["speed_ratios"], float)
+        slow = ratios > spec["slow_above"]
+        self._slow_speeds, self._drifts = ratios[slow], ratios[~slow]
+        if not len(self._drifts):
+            self._drifts = np.array([1.0])
+        share = float(slow.mean())
+        self._slow_mean = float(spec["stretch_us"])
+        self._fast_mean = self._slow_mean * (1 - share) / share if share > 0 else float("inf")
+        self._drift_mean = float(spec["drift_us"])
+        self._q = np.asarray(spec["call_ratio"]["quantiles"], float)
+        self._r = np.asarray(spec["call_ratio"]["ratios"], float)
+        self._spike_p = float(spec["spikes"]["per_call"])
+        self._sq = np.asarray(spec["spikes"]["quantiles"], float)
+        self._su = np.asarray(spec["spikes"]["us"], float)
+        self.warmup = dict(spec["warmup_us"])
+        self._seen: set = set()
+        # the host starts at speed; its first slow stretch comes after a fast period
+        self._slow, self._slow_speed = False, 1.0
+        self._slow_until = origin_us + float(self._slow_rng.exponential(min(self._fast_mean, 1e300)))
+        self._drift, self._drift_until = 1.0, origin_us
+        self._ratios, self._spikes, self._i = np.empty(0), np.empty(0), 0
+
+    @staticmethod
+    def _pick(rng, values) -> float:
+        return float(values[rng.integers(len(values))])
+
+    def speed_at(self, t_us: float) -> float:
+        """The host's speed factor (cost over the fastest round's) at host time ``t_us``."""
+        while t_us >= self._slow_until:
+            self._slow = not self._slow
+            if self._slow:
+                self._slow_speed = self._pick(self._slow_rng, self._slow_speeds)
+            self._slow_until += float(self._slow_rng.exponential(
+                self._slow_mean if self._slow else self._fast_mean))
+        if self._slow:
+            return self._slow_speed
+        while t_us >= self._drift_until:
+            self._drift = self._pick(self._drift_rng, self._drifts)
+            self._drift_until += float(self._drift_rng.exponential(self._drift_mean))
+        return self._drift
+
+    def call(self) -> tuple[float, float]:
+        """One call's (ratio, spike µs), from batches drawn ahead."""
+        if self._i >= len(self._ratios):
+            rng, n = self._call_rng, self._BATCH
+            self._ratios = np.interp(rng.random(n), self._q, self._r)
+            self._spikes = np.where(rng.random(n) < self._spike_p,
+                                    np.interp(rng.random(n), self._sq, self._su), 0.0)
+            self._i = 0
+        self._i += 1
+        return float(self._ratios[self._i - 1]), float(self._spikes[self._i - 1])
+
+    def cost(self, cost_us: float, t_us: float) -> tuple[float, float]:
+        """A call's (cost, spike µs), started at host time ``t_us``, on this host."""
+        if cost_us <= 0.0:
+            return cost_us, 0.0
+        ratio, spike = self.call()
+        return cost_us * self.speed_at(t_us) * ratio, spike
+
+    def first_use(self, kind: str, key) -> float:
+        """The warm-up ``kind`` ('kernel_first_launch', 'stream_first_use', 'event_first_use')
+        costs the first time ``key`` is used in this process; 0.0 after that."""
+        if (kind, key) in self._seen:
+            return 0.0
+        self._seen.add((kind, key))
+        return float(self.warmup[kind])
+
+
+def _from_env() -> HostNoise | None:
+    flag = os.environ.get("LABKIT_SIM_NOISE", "1").strip().lower()
+    if flag in ("0", "off", "false", "no"):
+        return None
+    if flag not in ("1", "on", "true", "yes", ""):
+        raise ValueError(f"LABKIT_SIM_NOISE={flag!r}: use 1 (the default: warm-up and host noise "
+                         "as calibrated) or 0 (the model's exact figures)")
+    raw = os.environ.get("LABKIT_SIM_SEED", "").strip().lower()
+    if raw == "random":
+        seed = None
+    else:
+        try:
+            seed = int(raw) if raw else DEFAULT_SEED
+        except ValueError:
+            raise ValueError(f"LABKIT_SIM_SEED={raw!r}: use a whole number, or 'random' for a "
+                             "new seed each process") from None
+    return HostNoise(_host_noise(), seed, _state["host"])
+
+
 _state = {"host": 0.0, "cpu": 0.0}
 _trace: list | None = None
 _P = None
 _noise = False   # False: not looked up yet; None: no what-if noise
+_host: HostNoise | None | bool = False     # False: not looked up yet; None: a steady host
 
 
-def _noisy(cost_us: float) -> float:
-    """A host cost as the noisy-host what-if profile perturbs it (unchanged otherwise)."""
+def host() -> HostNoise | None:
+    """The simulated host's noise model, or None when ``LABKIT_SIM_NOISE=0``."""
+    global _host
+    if _host is False:
+        _host = _from_env()
+    return _host
+
+
+def reset_noise() -> None:
+    """Read ``LABKIT_SIM_NOISE`` and ``LABKIT_SIM_SEED`` again: a fresh, reseeded host."""
+    global _host, _noise
+    _host, _noise = False, False
+
+
+def first_use(kind: str, key) -> float:
+    """Warm-up µs for the first use of ``key`` (see `HostNoise.first_use`); 0.0 on a steady host."""
+    h = host()
+    return 0.0 if h is None else h.first_use(kind, key)
+
+
+def _noisy(cost_us: float) -> tuple[float, float]:
+    """A host cost as this host and the noisy-host what-if profile perturb it: (cost, spike µs)."""
     global _noise
+    h = host()
+    spike = 0.0
+    if h is not None:
+        cost_us, spike = h.cost(cost_us, _state["host"])
     if _noise is False:
         _noise = _jitter()
-    return cost_us if _noise is None else _noise(cost_us)
+    return (cost_us if _noise is None else _noise(cost_us)), spike
 
 
 def P(name: str) -> float:
@@ -47,9 +196,9 @@ def P(name: str) -> float:
 def C(name: str, nodes: int) -> float:
     """A size-dependent cost (µs) for a graph of ``nodes`` nodes: the calibration's measured
     points, interpolated piecewise linearly (extrapolated from the last two beyond them)."""
-    entry = load()["params"].get(f"{name}_base_us", {})
-    if isinstance(entry, dict) and "sizes" in entry:
-        xs, ys = np.asarray(entry["sizes"], float), np.asarray(entry["measured"], float)
+    entry = load()["params"][f"{name}_base_us"]
+    if "sizes" in entry:
+        xs, ys = np.asarray(entry["sizes"], float), np.asarray(entry["per_size"], float)
         if nodes > xs[-1]:
             slope = (ys[-1] - ys[-2]) / (xs[-1] - xs[-2])
             return float(ys[-1] + slope * (nodes - xs[-1]))
@@ -69,9 +218,11 @@ def api(name: str, cost_us: float, wait_until: float | None = None, spin: bool =
     """Advance the host clock for one call; a synchronizing call also waits for the GPU
     (spinning, so the wait is CPU time, unless ``spin`` is False: a blocking-sync wait)."""
     start = _state["host"]
-    end = start + _noisy(cost_us)
+    cost_us, spike = _noisy(cost_us)
+    end = start + cost_us
     if wait_until is not None and wait_until > end:
         end = wait_until
+    end += spike           # held up (preempted): after the wait too, as a spinning thread is
     _state["host"] = end
     # waits spin, as CUDA's default scheduling does; a blocking wait costs only the call
     _state["cpu"] += (end - start) if spin else min(cost_us, end - start)
@@ -83,9 +234,9 @@ def api(name: str, cost_us: float, wait_until: float | None = None, spin: bool =
 
 def host_work(cost_us: float) -> None:
     """Plain Python work on the host that the model charges (e.g. numba's dispatch)."""
-    cost_us = _noisy(cost_us)
-    _state["host"] += cost_us
-    _state["cpu"] += cost_us
+    cost_us, spike = _noisy(cost_us)
+    _state["host"] += cost_us + spike
+    _state["cpu"] += cost_us + spike
 
 
 def gpu_span(stream: int, name: str, start: float, end: float, kind: str, lane: int = 0) -> None:

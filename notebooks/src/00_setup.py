@@ -74,11 +74,15 @@ print(f"{props.multiProcessorCount} SMs, compute capability {props.major}.{props
 # * **The clock is virtual.** Each API call and each kernel advances it by a cost measured on a
 #   real GPU (the calibration, named in every figure title as "simulated, calibrated on ...").
 #
-# What it is not: it does not model JIT compilation, caches, contention for the SMs (streaming
-# multiprocessors, the GPU's groups of cores that run thread blocks) or noise. On the
-# simulator every repeat of a measurement gives the same number; on a GPU they scatter. The
-# *shapes* of the results (what grows with what, what is tens of times cheaper) are what carry
-# over, not the last digit.
+# * **The host is not perfectly steady.** A kernel's first launch pays for compiling and loading
+#   it, and host calls jitter and slow down now and then, drawn from distributions measured on a
+#   real GPU's host. The draws are seeded, so a rerun gives the same figures
+#   (`LABKIT_SIM_SEED=random` for new ones, `LABKIT_SIM_NOISE=0` for none at all).
+#
+# What it is not: it does not model caches or contention for the SMs (streaming
+# multiprocessors, the GPU's groups of cores that run thread blocks). The *shapes* of the
+# results (what grows with what, what is tens of times cheaper) are what carry over, not the
+# last digit.
 #
 # First, a kernel: `add_one` adds 1 to each of 1024 floats, launched as `kernel[grid, block, stream](args)`.
 

@@ -25,7 +25,7 @@
 #    you did not write.
 # 5. Know why every warm-up (JIT, module load, allocation) belongs before the capture.
 #
-# About 60 minutes. The last section, the full capture-mode matrix, is optional.
+# About 60 minutes.
 
 # %%
 import labkit            # first: it chooses the backend before numba.cuda is imported
@@ -429,8 +429,7 @@ usable_again(s1, "s1")
 # **global** mode (the usual one) `cudaMalloc` is refused (900) and the capture is lost. In
 # **relaxed** mode it is allowed, but the allocation is not part of the graph: it happens once,
 # now, and every replay reuses that one address. Relaxed mode makes the call legal, not
-# captured. (The optional section at the end has the whole picture: every mode, from every
-# thread.)
+# captured. (Notebook 09 has the whole picture: every mode, from every thread.)
 
 # %%
 results = {}
@@ -534,10 +533,7 @@ for _ in range(2):
     s.synchronize()
     times.append(labkit.host_us() - t0)
 print(f"first launch {times[0]:.0f} µs, second {times[1]:.1f} µs")
-if labkit.backend == "cuda":
-    claims.first_launch_much_slower(times[0], times[1])
-else:
-    print("(the simulator does not model compilation: on a GPU the first launch takes far longer)")
+claims.first_launch_much_slower(times[0], times[1])
 
 # %% [markdown]
 # ## Graph output equals eager output
@@ -569,88 +565,8 @@ for name, o in outputs.items():
 # * Warm up (JIT, module load, allocations) before capturing.
 
 # %% [markdown]
-# ## Optional: the full capture-mode matrix
-#
-# Skip this on a first reading: it answers "which call is refused, in which mode, from which
-# thread" once and for all, and you will need it when a library you call from inside a capture
-# allocates or synchronizes. Then go on to the exercise below.
-#
-# Whether a potentially unsafe call is refused depends on two modes:
-#
-# * the **capture's mode**, the second argument of `cudaStreamBeginCapture`: global,
-#   thread-local or relaxed;
-# * the **calling thread's own mode**, global for every thread until it calls
-#   `cudaThreadExchangeStreamCaptureMode(mode)`, which sets it and returns the previous one.
-#
-# `labkit.course.capture_modes` runs one *cell* at a time: begin a capture on a non-blocking
-# stream in a mode, launch one kernel into it, make one call, then look at the capture and end
-# it. The call comes from the capturing thread or from another thread, each either in its
-# default (global) mode or after exchanging its own mode to relaxed. The cells below run now, on
-# this backend (one per square of the figure, in about a second); the conformance tests hold the simulator
-# to every cell of the same matrix probed on a real GPU.
-
-# %%
-from labkit.course import capture_modes
-
-MATRIX_CALLS = ["cudaMalloc", "cudaStreamSynchronize(other)", "cudaEventQuery(outside)",
-                "cudaStreamSynchronize(capturing)", "cudaEventQuery(captured)",
-                "cudaDeviceSynchronize", "cudaMallocAsync(capturing)", "cudaFreeAsync(capturing)",
-                "cudaMemcpy", "cudaStreamCreate", "cudaStreamEndCapture"]
-matrix = capture_modes.measure(MATRIX_CALLS)
-capture_modes.plot_matrix(matrix["cells"], title=f"{len(matrix['cells'])} capture-mode cells")
-plt.show()
-print("cudaThreadExchangeStreamCaptureMode returned:")
-for what, previous in matrix["exchange"].items():
-    print(f"  {what:30} {previous}")
-
-# %% [markdown]
-# Reading the figure, row by row:
-#
-# * **Potentially unsafe calls** (the first three rows): a **global** capture forbids them to
-#   every thread; a **thread-local** capture only to the thread that began it; a **relaxed**
-#   capture to none. A thread that exchanged its own mode to relaxed is exempt in every mode:
-#   that is what `cudaThreadExchangeStreamCaptureMode` is for (a library that must allocate while
-#   its caller captures). A refusal is 900 *and* the capture is invalidated: its end returns 901
-#   and no graph.
-# * **Calls about the capture itself** are refused in every mode, from every thread, relaxed or
-#   not: waiting on or querying the capturing stream (900) or an event recorded in the capture
-#   (907), and `cudaDeviceSynchronize` (900). The work they would wait for is only recorded and
-#   will not run before a launch.
-# * **Always allowed**: `cudaMallocAsync` on the capturing stream is *captured* (a memory-allocation
-#   node of the graph); a synchronous `cudaMemcpy` on the legacy stream (while a non-blocking
-#   stream captures); creating streams and events.
-# * `cudaFreeAsync` on the capturing stream of memory allocated **before** the capture is refused
-#   with 1 (`cudaErrorInvalidValue`), and the capture goes on: a graph can free only memory that
-#   a graph allocated.
-# * **Ending** a global or thread-local capture from another thread is 908
-#   (`cudaErrorStreamCaptureWrongThread`), and the capture is gone: the capturing thread's own end
-#   then finds nothing (401). A relaxed capture may be ended from any thread.
-#
-# The code checks those rules on the cells just measured:
-
-# %%
-cell = {(r["call"], r["mode"], r["where"]): r for r in matrix["cells"]}
-MODES, WHERES = list(capture_modes.MODES), capture_modes.WHERES
-
-
-def allowed(call, mode, where):
-    return cell[call, mode, where]["rc"] == "cudaSuccess"
-
-
-for mode in MODES:
-    print(f"cudaMalloc during a {mode:12} capture, allowed from:",
-          [where for where in WHERES if allowed("cudaMalloc", mode, where)])
-assert [allowed("cudaMalloc", m, "capturing") for m in MODES] == [False, False, True]
-assert [allowed("cudaMalloc", m, "other") for m in MODES] == [False, True, True]
-assert all(allowed("cudaMalloc", m, w) for m in MODES for w in ("capturing_relaxed", "other_relaxed"))
-assert not any(allowed(c, m, w) for m in MODES for w in WHERES
-               for c in ("cudaStreamSynchronize(capturing)", "cudaEventQuery(captured)",
-                         "cudaDeviceSynchronize"))
-assert all(allowed("cudaMallocAsync(capturing)", m, w) for m in MODES for w in WHERES)
-assert [cell["cudaStreamEndCapture", m, "other"]["rc"] for m in MODES] == [
-    "cudaErrorStreamCaptureWrongThread", "cudaErrorStreamCaptureWrongThread", "cudaSuccess"]
-assert matrix["exchange"]["new thread sets relaxed, gets"] == "cudaStreamCaptureModeGlobal"
-print("the live matrix shows every rule above")
+# *Going further:* which call is refused in which capture mode, from which thread (the full
+# capture-mode matrix) is an optional section of notebook 09, "When a graph goes wrong".
 
 # %% [markdown]
 # ## Exercise

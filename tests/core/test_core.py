@@ -154,6 +154,7 @@ def test_node_update_after_a_whole_graph_update_still_finds_its_node():
 
 
 @pytest.mark.skipif(labkit.backend != "sim", reason="the simulator's cost model")
+@pytest.mark.usefixtures("steady_host")          # the model's exact figure
 def test_a_simulated_node_update_costs_the_calibrated_driver_call_and_nothing_more():
     from labkit.sim.clock import P
     s = labkit.Stream()

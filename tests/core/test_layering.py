@@ -25,7 +25,8 @@ LAYERS = [
     ("kernels, streams, prepared", ["labkit._kernel", "labkit._streams", "labkit._prepared",
                                     "labkit._mapped"]),
     ("capture, graphs, cache", ["labkit._capture", "labkit._graph", "labkit.cache",
-                                "labkit.explicit", "labkit.conditional", "labkit._graphed"]),
+                                "labkit.explicit", "labkit.conditional", "labkit._graphed",
+                                "labkit._eager", "labkit._captured"]),
     ("public API", ["labkit"]),
     # above the public API core, and free to import it
     ("measure", ["labkit.measure", "labkit.measure.*", "labkit.timing", "labkit.plot"]),

@@ -52,12 +52,11 @@ def _graph_launch_as_dear_as_eager(tmp_path):
     """A calibration whose graph launch costs the host one eager numba launch per node."""
     data = json.loads(_calibration.DEFAULT.read_text())
     params = data["params"]
-    eager = params["numba_launch_us"]["median"]
-    params["graph_launch_per_node_us"] = {"median": eager}
+    eager = params["numba_launch_us"]["value"]
+    params["graph_launch_per_node_us"]["value"] = eager
     base = params["graph_launch_base_us"]
     if "sizes" in base:   # measured per graph size: the simulator interpolates these points
-        base["measured"] = [m + eager * n for n, m in zip(base["sizes"], base["measured"])]
-        base.pop("rounds", None)
+        base["per_size"] = [m + eager * n for n, m in zip(base["sizes"], base["per_size"])]
     path = tmp_path / "perturbed.json"
     path.write_text(json.dumps(data))
     return path

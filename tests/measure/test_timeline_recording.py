@@ -47,6 +47,7 @@ def test_cpu_row_shows_each_labkit_call_once_as_what_it_is(stream):
                                   ("cudaGraphLaunch", "graph"), ("cudaStreamSynchronize", "sync")]
 
 
+@pytest.mark.usefixtures("steady_host")          # the model's exact figure
 def test_eager_launch_span_is_the_whole_dispatch_the_model_charges(stream):
     x = labkit.to_device(np.zeros(N, np.float32))
     with timing.timeline() as rec:
@@ -246,6 +247,7 @@ def test_the_graph_share_fit_never_goes_negative():
     assert added.per_node_us == 0.0 and added.fixed_us == pytest.approx(1.0)
 
 
+@pytest.mark.usefixtures("steady_host")          # compares the model's exact first costs
 def test_the_trace_probe_launches_through_labkit_and_keeps_its_records_named():
     probe = _trace.TraceProbe()
     costs = probe.host_costs_us()

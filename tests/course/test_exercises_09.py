@@ -1,0 +1,73 @@
+"""Notebook 09's exercise check: the notebook's solution passes; the starter and every
+partially fixed decode (one planted bug left) are rejected, each with its own message."""
+import numpy as np
+import pytest
+
+import labkit
+from labkit import check, rt
+from labkit.course import decoder as dec
+from labkit.course.exercises import nb09
+from tests.notebook_sources import run_cell
+
+
+def _notebooks(role, stream):
+    """The notebook's ``decode`` from its starter or solution cell."""
+    ns = {"labkit": labkit, "dec": dec, "ex09": nb09, "np": np, "check": check, "rt": rt}
+    return run_cell("09", role, ns)
+
+
+def test_check_accepts_the_notebooks_solution():
+    ns = _notebooks("solution", None)
+    tokens = nb09.check_decode(ns["decode"], ns["stream"])
+    m = nb09.new_model()
+    np.testing.assert_array_equal(tokens, dec.reference_generate(m, nb09.PROMPT, nb09.N_TOKENS))
+
+
+def test_check_rejects_the_notebooks_starter_at_its_sync_in_the_capture():
+    ns = _notebooks("starter", None)
+    with pytest.raises(AssertionError, match=r"^the capture failed with "
+                                             r"cudaErrorStreamCaptureUnsupported \(900\)"):
+        run_cell("09", "check", ns)
+
+
+def test_the_module_variant_without_bugs_is_the_solution():
+    with labkit.Stream() as s:
+        nb09.check_decode(nb09.variant(False, False, False), s)
+
+
+def test_check_rejects_a_decode_whose_only_bug_left_is_the_stale_input():
+    with labkit.Stream() as s:
+        with pytest.raises(AssertionError, match=r"^the tokens differ from numpy's from token 0 "
+                                                 r"on .*computed from the wrong data"):
+            nb09.check_decode(nb09.variant(stale_input=True, freed_buffer=False,
+                                           sync_in_capture=False), s)
+
+
+def test_check_rejects_a_decode_whose_only_bug_left_is_the_freed_buffer():
+    with labkit.Stream() as s:
+        with pytest.raises(AssertionError, match=r"^a replay failed with cudaErrorIllegalAddress "
+                                                 r"\(700\): a kernel of the graph touched memory"):
+            nb09.check_decode(nb09.variant(stale_input=False, freed_buffer=True,
+                                           sync_in_capture=False), s)
+
+
+def test_check_rejects_a_decode_whose_only_bug_left_is_the_sync_in_the_capture():
+    with labkit.Stream() as s:
+        with pytest.raises(AssertionError, match=r"^the capture failed with "
+                                                 r"cudaErrorStreamCaptureUnsupported \(900\)"):
+            nb09.check_decode(nb09.variant(stale_input=False, freed_buffer=False,
+                                           sync_in_capture=True), s)
+
+
+def test_check_rejects_a_decode_that_returns_too_few_tokens():
+    fixed = nb09.variant(False, False, False)
+    with labkit.Stream() as s:
+        with pytest.raises(AssertionError, match=r"^decode returned 7 tokens; it must return"):
+            nb09.check_decode(lambda m, p, n, st: fixed(m, p, n, st)[:-1], s)
+
+
+def test_the_starter_and_the_module_broken_decode_fail_alike():
+    """The starter cell is the module's `broken_decode` written out: both fail at the sync."""
+    with labkit.Stream() as s:
+        with pytest.raises(AssertionError, match=r"^the capture failed"):
+            nb09.check_decode(nb09.broken_decode, s)
