@@ -1,7 +1,8 @@
 """The course served by JupyterHub: recipes, and the instructor's tools that try them for real.
 
-Recipes (files beside this one): ``Dockerfile`` (the course image), ``local/jupyterhub_config.py``
-(one machine), ``z2jh/values.yaml`` (Zero to JupyterHub on Kubernetes). The instructor's notes,
+Recipes (files beside this one): ``Dockerfile`` (the course image),
+``one-machine/jupyterhub_config.py`` (one machine), ``z2jh/values.yaml`` (Zero to JupyterHub on
+Kubernetes). The instructor's notes,
 ``docs/instructors.md``, say which to choose when.
 
 Tools (``python -m hub --help``, from the repository root):

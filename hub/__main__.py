@@ -15,7 +15,7 @@ def check(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m hub check", description=check.__doc__)
     parser.add_argument("--course", default=str(ROOT), help="the course folder (default: this "
                         "repository)")
-    parser.add_argument("--config", default=str(ROOT / "hub/local/jupyterhub_config.py"),
+    parser.add_argument("--config", default=str(ROOT / "hub/one-machine/jupyterhub_config.py"),
                         help="the JupyterHub configuration to try (default: the recipe)")
     parser.add_argument("--learners", type=int, default=3)
     parser.add_argument("--notebook", default="solutions/00_setup_solution",

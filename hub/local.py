@@ -1,6 +1,6 @@
 """Start a real JupyterHub from the one-machine recipe on 127.0.0.1, drive it, stop it all.
 
-`LocalHub` runs ``jupyterhub`` with ``hub/local/jupyterhub_config.py`` (or another recipe) loaded
+`LocalHub` runs ``jupyterhub`` with ``hub/one-machine/jupyterhub_config.py`` (or another recipe) loaded
 as is, plus what a try-out needs on top: free loopback ports, its own folder for the hub's
 database and the learners' homes, and a service token for the REST API. Learners log in through
 the login form (the recipe's authenticator checks the room's password), their servers start
@@ -32,7 +32,7 @@ from hub.course import LEARNER_FOLDER
 from hub.remote import Run, run_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
-RECIPE = ROOT / "hub" / "local" / "jupyterhub_config.py"
+RECIPE = ROOT / "hub" / "one-machine" / "jupyterhub_config.py"
 PROXY = "configurable-http-proxy"
 
 

@@ -11,7 +11,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 ROOT = Path(__file__).resolve().parents[2]
 VALUES = ROOT / "hub" / "z2jh" / "values.yaml"
-LOCAL = ROOT / "hub" / "local" / "jupyterhub_config.py"
+LOCAL = ROOT / "hub" / "one-machine" / "jupyterhub_config.py"
 
 
 def _values() -> dict:

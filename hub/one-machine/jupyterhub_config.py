@@ -4,7 +4,7 @@
 #   pip install -e ".[hub]"                       # the course and JupyterHub, once for all
 #   npm install -g configurable-http-proxy        # JupyterHub's proxy (Node.js)
 #   COURSE_HUB_COURSE=$PWD COURSE_HUB_PASSWORD='a room password' \
-#       jupyterhub -f hub/local/jupyterhub_config.py
+#       jupyterhub -f hub/one-machine/jupyterhub_config.py
 #
 # Learners open http://THIS-MACHINE:8000, type any name and the room's password, and find the
 # course in cuda-graphs-lab/notebooks/. Every learner's server runs as the Unix user that runs
