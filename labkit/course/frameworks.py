@@ -18,10 +18,11 @@ import time
 
 import numpy as np
 
-from .. import _nvtx
+from .. import _nvtx, backend
 from ..backend import host_us
 from .._capture import capture
 from .._kernel import device_array
+from .decoder import step as dec_step
 from .decoder import (TPB, DecodeResult, advance, attn_out, attn_scores, generated, launches,
                       matvec, prefill, prompt_tokens, rmsnorm, silu, softmax)
 from .decoder.kernels import EPS
@@ -168,7 +169,6 @@ def mlp_reference(m, x, layer: int = 0) -> np.ndarray:
 
 
 def _need_gpu(what: str):
-    from .. import backend
     if backend.name != "cuda":
         raise RuntimeError(f"{what} needs a GPU (backend 'cuda'); this is backend "
                            f"{backend.name!r}. On the simulator, run labkit's equivalent instead")
@@ -263,7 +263,6 @@ def cupy_capture_generate(m, prompt, n_tokens: int) -> DecodeResult:
     _need_gpu("CuPy's stream capture")
     import cupy
     from numba import cuda
-    from .decoder import step as dec_step
 
     cs = cupy.cuda.Stream(non_blocking=True)
     ns = cuda.external_stream(cs.ptr)

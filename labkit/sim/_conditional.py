@@ -23,8 +23,8 @@ The rules are the H200's (measured there by a probe now in git history), as
 * a capture into a body that is invalidated (a synchronize inside it) leaves the body unusable:
   ``cudaGraphGetNodes`` on it is ``cudaErrorInvalidValue`` afterwards;
 * ``cudaGraphExecUpdate`` of an executable holding conditional nodes by a graph of the same
-  shape succeeds (the H200 on 2026-12-03: a WHILE graph updated by one built the same way with
-  another kernel argument and its own handle). Same shape, as CUDA's documentation of the call
+  shape succeeds (seen on an H200: a WHILE graph updated by one built the same way with another
+  kernel argument and its own handle). Same shape, as CUDA's documentation of the call
   says for conditional nodes: the node's own parameters (type, number of bodies) cannot change
   and each body must be topologically identical, its nodes' parameters updatable as at the top
   level; the handles' flags and default values are taken from the new graph. The executable then

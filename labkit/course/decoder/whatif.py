@@ -102,7 +102,6 @@ def price(c: Config, itemsize: int, label: str, P=None) -> Priced:
 
 def table(sizes=None) -> list[Priced]:
     """The capstone's own model (float64) and a 7B-class one (bf16), priced."""
-    from .model import Config as _C
-    sizes = sizes or [(_C(), 8, "capstone (d_model 64, float64)"),
+    sizes = sizes or [(Config(), 8, "capstone (d_model 64, float64)"),
                       (SEVEN_B, 2, "7B-class (d_model 4096, bf16)")]
     return [price(c, b, label) for c, b, label in sizes]

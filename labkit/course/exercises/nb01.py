@@ -10,6 +10,10 @@ one eager launch.
 from __future__ import annotations
 
 import numpy as np
+import labkit
+from labkit import timing
+from labkit.course import workloads
+from labkit.course.kernels_extra import kernel_gpu_us
 
 __all__ = ["check_gpu_bound", "gpu_busy_fraction", "launch_and_iteration_us", "MAX_LAUNCHES"]
 
@@ -18,7 +22,6 @@ _PROBE = 10_000
 
 
 def _setup():
-    import labkit
     return labkit.Stream(), labkit.to_device(np.zeros(1024, np.float32))
 
 
@@ -29,9 +32,6 @@ def gpu_busy_fraction(iters: int, k: int = 10, repeat: int = 5) -> tuple[float, 
     gaps are counted); wall µs per kernel from eager launches plus one synchronize, on the host
     clock. Near 1, the GPU never waits for the host.
     """
-    from labkit import timing
-    from labkit.course import workloads
-    from labkit.course.kernels_extra import kernel_gpu_us
     s, x = _setup()
     try:
         def run():
@@ -52,9 +52,6 @@ def launch_and_iteration_us(k: int = 10, repeat: int = 5) -> tuple[float, float,
     without waiting, so the GPU's time does not count); the iteration cost comes from the GPU
     times at 1 and at 10,000 iterations, replayed back to back.
     """
-    from labkit import timing
-    from labkit.course import workloads
-    from labkit.course.kernels_extra import kernel_gpu_us
     s, x = _setup()
     try:
         def submit():

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import numpy as np
+import labkit
+from labkit.course.kernels_extra import request_reference
 
 __all__ = ["check_request_graph"]
 
@@ -20,8 +22,6 @@ def check_request_graph(graph, x_host, out_host, stream) -> None:
     stream : labkit.Stream
         A stream to launch on.
     """
-    import labkit
-    from labkit.course.kernels_extra import request_reference
     if not isinstance(graph, labkit.Graph):
         raise ValueError(f"pass the captured graph (cap.graph), got {type(graph).__name__}")
     kinds = graph.node_kinds()

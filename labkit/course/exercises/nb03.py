@@ -12,6 +12,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import labkit
+from labkit import timing
+from labkit.measure.stats import Stats
+from labkit.course import workloads
 
 __all__ = ["check_pays_off", "MADE_UP", "MADE_UP_EAGER_US", "NEVER_EAGER_US"]
 
@@ -25,7 +29,6 @@ NEVER_EAGER_US = 100.0
 
 
 def _phases(values: dict):
-    from labkit.measure.stats import Stats
     return {k: Stats([v], label=k) for k, v in values.items()}
 
 
@@ -111,9 +114,6 @@ def _judge(fn, values: dict, eager: float, where: str) -> None:
 
 def _measure_chain(k: int = 10):
     """The phases of a ``k``-kernel chain's graph and one eager iteration of it, measured now."""
-    import labkit
-    from labkit import timing
-    from labkit.course import workloads
     s = labkit.Stream()
     x = labkit.to_device(np.zeros(1024, np.float32))
     ph = timing.graph_phases(lambda st: workloads.chain(k, x, st), s, repeat=3, steady=10)
