@@ -49,21 +49,26 @@ def _stream_int(stream) -> int:
     return int(h or 0)
 
 
+def _c_strides(shape, itemsize: int) -> tuple:
+    """C-order strides in bytes, as numba's device arrays have them."""
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
 class SimDeviceArray:
     """A simulated device array with the parts of numba's DeviceNDArray the course uses."""
 
-    def __init__(self, shape, dtype):
+    def __init__(self, shape, dtype, pinned: bool = False):
         self.shape = tuple(int(x) for x in (shape if isinstance(shape, tuple) else (shape,)))
         self.dtype = np.dtype(dtype)
         self.size = int(np.prod(self.shape)) if self.shape else 1
         self.nbytes = self.size * self.dtype.itemsize
         self.ndim = len(self.shape)
-        strides, step = [], self.dtype.itemsize
-        for n in reversed(self.shape):
-            strides.append(step)
-            step *= n
-        self.strides = tuple(reversed(strides))
-        self._addr = _hooks.new_alloc(self.nbytes)
+        self.strides = _c_strides(self.shape, self.dtype.itemsize)
+        self._addr = _hooks.new_alloc(self.nbytes, pinned=pinned)
         self._arg = _hooks.ArrayArg(self._addr, self.shape, self.dtype)
 
     def __del__(self):
@@ -133,14 +138,7 @@ class SimMappedArray(SimDeviceArray):
     ``cudaHostAllocMapped``): the kernel argument is this object, ``host`` its numpy view."""
 
     def __init__(self, shape, dtype):
-        self.shape = tuple(int(x) for x in (shape if isinstance(shape, tuple) else (shape,)))
-        self.dtype = np.dtype(dtype)
-        self.size = int(np.prod(self.shape)) if self.shape else 1
-        self.nbytes = self.size * self.dtype.itemsize
-        self.ndim = len(self.shape)
-        self.strides = np.empty(self.shape, self.dtype).strides
-        self._addr = _hooks.new_alloc(self.nbytes, pinned=True)
-        self._arg = _hooks.ArrayArg(self._addr, self.shape, self.dtype)
+        super().__init__(shape, dtype, pinned=True)
         self.host = _hooks.pinned_buffer(self._addr)[:self.nbytes].view(self.dtype).reshape(self.shape)
 
     def __repr__(self):
