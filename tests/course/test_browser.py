@@ -30,8 +30,9 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LEARNERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+assert LEARNERS, f"no learner notebooks under {ROOT / 'notebooks'}: is ROOT the repository root?"
 CHROMIUM = Path("/usr/bin/chromium")
 # Without the background-networking flags Chromium keeps dialling out, and this machine's
 # closed network refuses it, many times a second.
