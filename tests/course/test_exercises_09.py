@@ -7,7 +7,7 @@ import labkit
 from labkit import check, rt
 from labkit.course import decoder as dec
 from labkit.course.exercises import nb09
-from tests.notebook_sources import run_cell
+from tests.notebook_sources import code, run_cell
 
 
 def _notebooks(role, stream):
@@ -71,3 +71,16 @@ def test_the_starter_and_the_module_broken_decode_fail_alike():
     with labkit.Stream() as s:
         with pytest.raises(AssertionError, match=r"^the capture failed"):
             nb09.check_decode(nb09.broken_decode, s)
+
+
+def test_check_rejects_a_decode_that_fixes_the_freed_buffer_by_never_freeing_it():
+    """Deleting the cudaFree silences the 700 and leaks the buffer at every decode."""
+    free_line = '    check(rt.cudaFree(scratch), "cudaFree")'
+    solution = code("09", "solution")
+    assert free_line in solution
+    ns = {"labkit": labkit, "dec": dec, "ex09": nb09, "np": np, "check": check, "rt": rt}
+    exec(solution.replace(free_line, "    pass"), ns)
+    with pytest.raises(AssertionError, match=r"^decode returned with the buffer behind "
+                                             r"m.state\['logits'\] still allocated: memory you "
+                                             r"cudaMalloc is yours to free"):
+        nb09.check_decode(ns["decode"], ns["stream"])

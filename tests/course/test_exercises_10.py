@@ -77,3 +77,23 @@ def test_the_notebooks_starter_fails_its_check_cell():
     with pytest.raises(AssertionError, match=r"^serve called the graphed callable with a request "
                                              r"smaller"):
         run_cell("10", "check", run_cell("10", "starter", {"np": np}))
+
+
+def test_rejects_padding_to_the_right_size_in_the_wrong_dtype():
+    def float64_pad(g, reqs):
+        out = []
+        for r in reqs:
+            p = np.zeros(nb10.SIZE)
+            p[:r.size] = r
+            out.append(g(p).copy_to_host()[:r.size])
+        return out
+    with pytest.raises(AssertionError, match=r"^serve padded the request to the graph's size but "
+                                             r"not in its dtype .*dtype float64"):
+        nb10.check_serve(float64_pad)
+
+
+@pytest.mark.skipif(labkit.backend != "sim", reason="a numba device array takes a slice")
+def test_rejects_slicing_the_device_output_on_the_simulator():
+    with pytest.raises(AssertionError, match=r"^serve sliced the device array a call returned: "
+                                             r"that array is the graph's static output"):
+        nb10.check_serve(lambda g, reqs: [g(_padded(g, r))[:r.size] for r in reqs])

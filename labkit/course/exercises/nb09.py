@@ -124,6 +124,25 @@ def variant(stale_input=True, freed_buffer=True, sync_in_capture=True):
 broken_decode = variant()
 
 
+def _refuse_a_leak(m) -> None:
+    """On the simulator, refuse a decode that never frees its ``cudaMalloc``'d buffer (deleting
+    the free is the tempting fix for the 700). A freed pointer there answers
+    ``cudaPointerGetAttributes`` with an error; on a GPU the address may be reused at once, so
+    a live answer proves nothing and this check is skipped."""
+    import labkit
+    if labkit.backend != "sim":
+        return
+    for name, arr in m.state.items():
+        if isinstance(arr, RawArray):
+            err = rt.cudaPointerGetAttributes(arr.ptr)[0]
+            rt.cudaGetLastError()
+            if int(err) == 0:
+                raise AssertionError(
+                    f"decode returned with the buffer behind m.state[{name!r}] still "
+                    "allocated: memory you cudaMalloc is yours to free, and a decode called "
+                    "once per request would leak it every time. When is it safe to free it?")
+
+
 def check_decode(decode, stream) -> np.ndarray:
     """Check ``decode(model, prompt_token, n_tokens, stream)``: on a fresh model, the tokens
     it returns must be numpy's for `PROMPT`. Returns them."""
@@ -144,6 +163,7 @@ def check_decode(decode, stream) -> np.ndarray:
                 "memory that is no longer there. Which buffer does the graph still use after "
                 "the code has let it go, and who keeps it alive?") from None
         raise AssertionError(f"decode raised {e.name} ({e.code}): {e.hint}") from None
+    _refuse_a_leak(m)
     got = np.asarray(got).reshape(-1)
     if got.shape != want.shape:
         raise AssertionError(f"decode returned {got.size} tokens; it must return the "

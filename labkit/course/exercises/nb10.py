@@ -46,7 +46,20 @@ def check_serve(serve, stream=None) -> None:
     reqs = exercise_requests()
     try:
         results = serve(g, [r.copy() for r in reqs])
+    except TypeError as exc:
+        if "DeviceArray" in str(exc) and "subscriptable" in str(exc):   # sim: no slices
+            raise AssertionError(
+                "serve sliced the device array a call returned: that array is the graph's "
+                "static output, which the next call overwrites. Cut the padding off a host "
+                "copy of it instead") from None
+        raise
     except ValueError as exc:
+        if "captured for shape" in str(exc) and f"has shape ({SIZE},)" in str(exc):
+            raise AssertionError(
+                "serve padded the request to the graph's size but not in its dtype "
+                f"({exc.args[0].split(':')[0]}): a graph's buffers are frozen at capture, "
+                "dtype included. Pad into an array of the dtype the graph was captured "
+                "with") from None
         if "captured for shape" in str(exc):
             raise AssertionError(
                 "serve called the graphed callable with a request smaller than the graph's "
