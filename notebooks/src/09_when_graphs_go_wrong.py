@@ -291,7 +291,7 @@ for mode in ("eager", "graph"):
         inp = labkit.to_device(np.full(N, 5.0, np.float32))  # request 2: a NEW buffer (the bug)
         double(s)
         s.synchronize()
-        print(f"{mode:5}: request 2 gives {res.copy_to_host()[0]:4.1f}  (2 × 5 + 5 = 15 expected)")
+        print(f"{mode:5}: request 2 gives {res.copy_to_host()[0]:4.1f}  (2×5 + 5 = 15 expected)")
 double.close()
 
 # %% [markdown]
@@ -617,7 +617,8 @@ def another_thread_allocates(mode):
 modes = {}
 for mode in ("global", "thread_local", "relaxed"):
     modes[mode] = another_thread_allocates(mode)
-    print(f"{mode:12}: the other thread's cudaMalloc -> {modes[mode][0]:36} {modes[mode][1]}")
+    print(f"{mode:12}: the other thread's cudaMalloc -> {modes[mode][0]}\n"
+          f"{'':14}then {modes[mode][1]}")
 assert modes["global"][0] == "cudaErrorStreamCaptureUnsupported"
 assert modes["thread_local"][0] == modes["relaxed"][0] == "cudaSuccess"
 
@@ -653,8 +654,9 @@ from labkit.course import capture_modes
 
 MATRIX_CALLS = ["cudaMalloc", "cudaStreamSynchronize(other)", "cudaEventQuery(outside)",
                 "cudaStreamSynchronize(capturing)", "cudaEventQuery(captured)",
-                "cudaDeviceSynchronize", "cudaMallocAsync(capturing)", "cudaFreeAsync(capturing)",
-                "cudaMemcpy", "cudaStreamCreate", "cudaStreamEndCapture"]
+                "cudaDeviceSynchronize", "cudaMallocAsync(capturing)",
+                "cudaFreeAsync(capturing)", "cudaMemcpy", "cudaStreamCreate",
+                "cudaStreamEndCapture"]
 matrix = capture_modes.measure(MATRIX_CALLS)
 capture_modes.plot_matrix(matrix["cells"], title=f"{len(matrix['cells'])} capture-mode cells")
 plt.show()
@@ -697,8 +699,8 @@ def allowed(call, mode, where):
 
 
 for mode in MODES:
-    print(f"cudaMalloc during a {mode:12} capture, allowed from:",
-          [where for where in WHERES if allowed("cudaMalloc", mode, where)])
+    print(f"{mode:12}: cudaMalloc allowed from",
+          ", ".join(where for where in WHERES if allowed("cudaMalloc", mode, where)))
 assert [allowed("cudaMalloc", m, "capturing") for m in MODES] == [False, False, True]
 assert [allowed("cudaMalloc", m, "other") for m in MODES] == [False, True, True]
 assert all(allowed("cudaMalloc", m, w) for m in MODES

@@ -50,7 +50,7 @@ stream = labkit.Stream()
 # | --- | --- | --- |
 # | [capture](02_stream_capture.ipynb) | `cudaStreamBeginCapture` … `EndCapture`, `cudaGraphInstantiate`, `cudaGraphLaunch` | `labkit.capture(stream)`, `.instantiate()`, `.launch(stream)` |
 # | [static buffers](05_graph_update.ipynb) | kernel arguments are addresses, frozen at capture: copy new data into the same buffers | `labkit.graphed`'s `static_inputs` / `static_outputs`; the decoder's `pos` and `tok` ([07](07_capstone_decode.ipynb)) |
-# | [memory pool](02_stream_capture.ipynb) | graph allocation nodes (`cudaMallocAsync` in a capture), or memory allocated before | preallocated buffers, allocated once at capture (section 2) |
+# | [memory pool](09_when_graphs_go_wrong.ipynb) | graph allocation nodes (`cudaMallocAsync` in a capture), or memory allocated before | preallocated buffers, allocated once at capture (section 2) |
 # | [per-shape graphs and padding](05_graph_update.ipynb) | one executable per shape | `labkit.GraphCache`; notebook 05's buckets |
 # | [updates](05_graph_update.ipynb) | `cudaGraphExecUpdate`, `cudaGraphExecKernelNodeSetParams` | `GraphExec.update`, `set_kernel_args`, `KernelNode` |
 # | [the eager fallback](06_measuring.ipynb) | launch kernel by kernel | call the function itself |
@@ -63,7 +63,7 @@ stream = labkit.Stream()
 # | --- | --- | --- |
 # | [capture](02_stream_capture.ipynb) | `g = torch.cuda.CUDAGraph()`, `with torch.cuda.graph(g):`, `g.replay()` | captures its model once per capture size at start-up, through `torch.cuda.graph` |
 # | [static buffers](05_graph_update.ipynb) | `make_graphed_callables` copies inputs into static tensors; a replay writes the same output tensors | each captured size reads and writes the same persistent tensors every step |
-# | [memory pool](02_stream_capture.ipynb) | a private pool per graph; `pool=` (or `torch.cuda.graph_pool_handle()`) shares one between graphs | all its graphs share one pool (`torch.cuda.graph_pool_handle()`), so many sizes cost little memory |
+# | [memory pool](09_when_graphs_go_wrong.ipynb) | a private pool per graph; `pool=` (or `torch.cuda.graph_pool_handle()`) shares one between graphs | all its graphs share one pool (`torch.cuda.graph_pool_handle()`), so many sizes cost little memory |
 # | [per-shape graphs and padding](05_graph_update.ipynb) | `torch.compile(mode="reduce-overhead")` records a graph per input shape (CUDA graph trees) | `cudagraph_capture_sizes`: a batch is padded up to the next captured size |
 # | [updates](05_graph_update.ipynb) | — | — |
 # | [the eager fallback](06_measuring.ipynb) | graph trees skip graphs they cannot use and run eagerly; `torch.compiler.cudagraph_mark_step_begin()` marks a new iteration | `enforce_eager`, `CUDAGraphMode.NONE`; batches above the largest captured size run eagerly |
@@ -76,7 +76,7 @@ stream = labkit.Stream()
 # | --- | --- |
 # | [capture](02_stream_capture.ipynb) | captures a ggml graph's kernels with `cudaStreamBeginCapture` in relaxed mode |
 # | [static buffers](05_graph_update.ipynb) | reuses a graph while every node's properties (op, shapes, data addresses) match the recorded ones |
-# | [memory pool](02_stream_capture.ipynb) | — |
+# | [memory pool](09_when_graphs_go_wrong.ipynb) | — |
 # | [per-shape graphs and padding](05_graph_update.ipynb) | a graph per ggml graph; a changed node means a new capture |
 # | [updates](05_graph_update.ipynb) | re-captures, then `cudaGraphExecUpdate`; re-instantiates if that fails |
 # | [the eager fallback](06_measuring.ipynb) | disables graphs after 4 consecutive updates (in the versions read), on old GPUs, or when `GGML_CUDA_DISABLE_GRAPHS` is set |
@@ -103,8 +103,8 @@ stream = labkit.Stream()
 # Where does the memory come from? Here, *preallocated buffers*: the static inputs are allocated
 # before the capture, and what `fn` allocates is allocated once, during the capture (relaxed mode
 # lets an allocation run while capturing; it is not recorded), and kept alive with the graph.
-# Graph allocation nodes would not do: memory a graph frees itself is gone when the replay ends, and
-# memory it does not free must be freed before the graph may run again. PyTorch's private pool is
+# Graph allocation nodes (notebook 09, section 5) would not do: memory a graph frees itself is gone
+# when the replay ends, and memory it does not free must be freed before the graph may run again. PyTorch's private pool is
 # the same idea through its caching allocator: during a capture, allocations come from a pool that
 # only that graph, or the graphs that share the pool, use.
 #
@@ -120,7 +120,8 @@ x_a, x_b = rng.standard_normal(64), rng.standard_normal(64)
 g = labkit.graphed(mlp, x_a)
 print(g)
 print("static input:", g.static_inputs[0].shape, "| static output:", g.static_outputs.shape)
-print("answer for x_a matches numpy:", np.allclose(g(x_a).copy_to_host(), fw.mlp_reference(model, x_a)))
+want_a, want_b = fw.mlp_reference(model, x_a), fw.mlp_reference(model, x_b)   # numpy's answers
+print("answer for x_a matches numpy:", np.allclose(g(x_a).copy_to_host(), want_a))
 
 # %% [markdown]
 # ### The bug: keeping what a call returned
@@ -134,8 +135,8 @@ print("answer for x_a matches numpy:", np.allclose(g(x_a).copy_to_host(), fw.mlp
 out_a = g(x_a)
 out_b = g(x_b)
 print("out_a is out_b:", out_a is out_b)
-print("out_a still holds the answer for x_a:", np.allclose(out_a.copy_to_host(), fw.mlp_reference(model, x_a)))
-print("out_a now holds the answer for x_b:  ", np.allclose(out_a.copy_to_host(), fw.mlp_reference(model, x_b)))
+print("out_a still holds the answer for x_a:", np.allclose(out_a.copy_to_host(), want_a))
+print("out_a now holds the answer for x_b:  ", np.allclose(out_a.copy_to_host(), want_b))
 
 # %% [markdown]
 # ### The fix: copy what you keep, before the next call
@@ -143,7 +144,7 @@ print("out_a now holds the answer for x_b:  ", np.allclose(out_a.copy_to_host(),
 # %%
 kept_a = g(x_a).copy_to_host()
 kept_b = g(x_b).copy_to_host()
-assert np.allclose(kept_a, fw.mlp_reference(model, x_a)) and np.allclose(kept_b, fw.mlp_reference(model, x_b))
+assert np.allclose(kept_a, want_a) and np.allclose(kept_b, want_b)
 print("both kept results are right: each was copied out before the next call")
 
 # %% [markdown]
@@ -192,8 +193,8 @@ claims.graphed_call_cheaper(eager_call.p50, graphed_call.p50)
 # %%
 PROMPT = 1
 piecewise = fw.PiecewiseStep(model, stream)
-print(f"per token: {piecewise.pieces} graph replays + {piecewise.eager_kernels} eager kernels "
-      f"= {piecewise.kernels} kernels, the same as the full graph's {model.cfg.kernels_per_token}")
+print(f"per token: {piecewise.pieces} graph replays + {piecewise.eager_kernels} eager kernels"
+      f" = {piecewise.kernels} kernels (the full graph: {model.cfg.kernels_per_token})")
 
 ref = dec.reference_generate(model, PROMPT, N_TOK)
 eager = dec.generate_eager(model, PROMPT, N_TOK, stream)
@@ -201,7 +202,7 @@ full = dec.generate_graph(model, PROMPT, N_TOK, stream)
 piece = fw.generate_piecewise(model, PROMPT, N_TOK, stream, step=piecewise)
 for name, r in (("eager", eager), ("piecewise", piece), ("full graph", full)):
     assert np.array_equal(r.tokens, ref), f"{name} tokens differ from numpy's"
-print("eager, piecewise and full graph decode numpy's tokens exactly:", ref[:8], "...")
+print("all three decode numpy's tokens exactly:", ref[:8], "...")
 
 # %% tags=["key-figure"]
 rows = {"numba eager": eager, "numba piecewise": piece, "numba full graph": full}
@@ -271,12 +272,13 @@ plt.show()
 # %%
 gpu_rows = {}
 if labkit.backend != "cuda":
-    print("The PyTorch and CuPy rows need a GPU (backend 'cuda'); this is the simulator. "
+    print("The PyTorch and CuPy rows need a GPU (backend 'cuda'); this is the simulator.\n"
           "labkit's rows above are the same step: eager, piecewise and one captured graph.")
 else:
     if importlib.util.find_spec("torch") is not None:
         gpu_rows["torch CUDAGraph"] = dec.torch_generate(model, PROMPT, N_TOK, graph=True)
-        gpu_rows["torch.compile reduce-overhead"] = fw.torch_compile_generate(model, PROMPT, N_TOK)
+        gpu_rows["torch.compile reduce-overhead"] = fw.torch_compile_generate(model, PROMPT,
+                                                                              N_TOK)
     else:
         print("PyTorch is not installed here: pip install torch for its rows")
     if importlib.util.find_spec("cupy") is not None:
@@ -284,7 +286,7 @@ else:
     else:
         print("CuPy is not installed here: pip install cupy-cuda12x (or -cuda13x) for its row")
 for n, r in gpu_rows.items():
-    same = "same tokens as numpy" if np.array_equal(r.tokens, ref) else "TOKENS DIFFER from numpy"
+    same = "same tokens as numpy" if np.array_equal(r.tokens, ref) else "TOKENS DIFFER"
     print(f"{n:30s} {r.tokens_per_s:9.0f} tokens/s   ({same}; numba full graph "
           f"{full.tokens_per_s:.0f} tokens/s)")
 
@@ -306,7 +308,8 @@ with open(trace_path, encoding="utf-8") as f:
 spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
 print(f"wrote {trace_path}: {len(spans)} events for {len(tls['piecewise'].spans)} spans")
 for e in spans[:4]:
-    print(json.dumps({k: e[k] for k in ("name", "cat", "ph", "ts", "dur", "pid", "tid")}))
+    print(json.dumps({k: e[k] for k in ("name", "cat", "ph", "ts", "dur", "pid", "tid")},
+                     separators=(",", ":")))
 
 # %% [markdown]
 # ### NVTX ranges and Nsight Systems
@@ -377,7 +380,7 @@ def serve(g, requests):
         padded = np.zeros(size, np.float32)       # pad up to the captured size
         padded[:r.size] = r
         out = g(padded)
-        results.append(out.copy_to_host()[:r.size])   # copy out before the next call; cut the padding
+        results.append(out.copy_to_host()[:r.size])   # copy out before the next call, unpadded
     return results
 
 # %% tags=["check"]
