@@ -224,7 +224,7 @@ full_exec = dec.capture_step(model, stream)
 tls = {}
 for name in ("eager", "piecewise", "full graph"):
     dec.reset(model, PROMPT, stream)
-    with timing.timeline(note=f"one token, {name}") as rec:
+    with timing.timeline() as rec:
         if name == "eager":
             dec.step(model, stream)
         elif name == "piecewise":
