@@ -646,8 +646,8 @@ assert modes["thread_local"][0] == modes["relaxed"][0] == "cudaSuccess"
 # stream in a mode, launch one kernel into it, make one call, then look at the capture and end
 # it. The call comes from the capturing thread or from another thread, each either in its
 # default (global) mode or after exchanging its own mode to relaxed. The cells below run now, on
-# this backend (one per square of the figure, in about a second); the conformance tests hold the
-# simulator to every cell of the same matrix probed on a real GPU.
+# this backend (one per square of the figure, in about a second); on a real GPU every cell gives
+# the code the simulator gives.
 
 # %%
 from labkit.course import capture_modes

@@ -104,9 +104,9 @@ stream = labkit.Stream()
 # before the capture, and what `fn` allocates is allocated once, during the capture (relaxed mode
 # lets an allocation run while capturing; it is not recorded), and kept alive with the graph.
 # Graph allocation nodes (notebook 09, section 5) would not do: memory a graph frees itself is gone
-# when the replay ends, and memory it does not free must be freed before the graph may run again. PyTorch's private pool is
-# the same idea through its caching allocator: during a capture, allocations come from a pool that
-# only that graph, or the graphs that share the pool, use.
+# when the replay ends, and memory it does not free must be freed before the graph may run again.
+# PyTorch's private pool is the same idea through its caching allocator: during a capture,
+# allocations come from a pool that only that graph, or the graphs that share the pool, use.
 #
 # The function here is one layer's MLP half from the capstone's model: RMSNorm, up projection,
 # SiLU, down projection, four kernels, out of place.
