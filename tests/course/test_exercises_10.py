@@ -97,3 +97,10 @@ def test_rejects_slicing_the_device_output_on_the_simulator():
     with pytest.raises(AssertionError, match=r"^serve sliced the device array a call returned: "
                                              r"that array is the graph's static output"):
         nb10.check_serve(lambda g, reqs: [g(_padded(g, r))[:r.size] for r in reqs])
+
+
+def test_rejects_results_converted_to_lists_without_blaming_the_device_buffer():
+    with pytest.raises(AssertionError, match=r"^result 0 is a list: return each result as a numpy "
+                                             r"array"):
+        nb10.check_serve(lambda g, reqs: [g(_padded(g, r)).copy_to_host()[:r.size].tolist()
+                                          for r in reqs])

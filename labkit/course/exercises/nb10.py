@@ -80,6 +80,11 @@ def check_serve(serve, stream=None) -> None:
             "result with one call of the graphed callable (g(padded_request)), not in numpy "
             "and not twice")
     for i, r in enumerate(results):
+        if not isinstance(r, np.ndarray) and not hasattr(r, "copy_to_host"):
+            raise AssertionError(
+                f"result {i} is a {type(r).__name__}: return each result as a numpy array (the "
+                "host copy of the graph's output, without its padding), not converted to "
+                "another type")
         if not isinstance(r, np.ndarray):
             raise AssertionError(
                 f"result {i} is a {type(r).__name__}, not a numpy array: the graphed callable "
