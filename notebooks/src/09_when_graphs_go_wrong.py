@@ -139,7 +139,8 @@ for broken, fixed in ring_rows:
         raise AssertionError(f"{broken.__name__} should have failed")
     except labkit.CudaError as e:
         code = e.code
-        print(f"{broken.__name__:18} -> {first_line(e)}")
+        where_and_code, _, cuda_words = first_line(e).rpartition(": ")
+        print(f"{broken.__name__:18} -> {where_and_code}\n{'':22}({cuda_words})")
     rt.cudaGetLastError()
     g = fixed()
     print(f"{fixed.__name__:18} -> a graph, no error (the fix for {code})")
@@ -389,7 +390,7 @@ try:
         add_one[GRID, BLOCK, s](x)
         check(rt.cudaFree(p), "cudaFree inside the capture")
 except labkit.CudaError as e:
-    print(first_line(e))
+    print(first_line(e).rpartition(": ")[0])
     assert e.code == 900
 rt.cudaGetLastError()
 with labkit.capture(s) as cap:                    # the fix: free outside the capture
