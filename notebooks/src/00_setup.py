@@ -140,7 +140,8 @@ plt.show()
 # %%
 from labkit.course import reference
 reference.note("00")
-#
+
+# %% [markdown]
 # ## When CUDA says no
 #
 # labkit turns a failing call into a `labkit.CudaError`: CUDA's name and code, its description,
@@ -161,8 +162,8 @@ except labkit.CudaError as e:
 # ## Summary
 #
 # * `import labkit` first; it tells you the backend, the device, and where figures come from.
-# * The simulator computes real results with a calibrated virtual clock; it has no noise and no
-#   JIT, so trust its shapes, not its last digit.
+# * The simulator computes real results with a calibrated virtual clock and seeded jitter, so
+#   trust its shapes, not its last digit.
 # * Timelines: CPU on top, streams below; red launches, green kernels.
 # * Errors come with a hint; read it.
 #
