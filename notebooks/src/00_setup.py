@@ -58,7 +58,8 @@ print(f"{'python':14} {sys.version.split()[0]}")
 drv = check(rt.cudaDriverGetVersion(), "cudaDriverGetVersion")
 run = check(rt.cudaRuntimeGetVersion(), "cudaRuntimeGetVersion")
 props = check(rt.cudaGetDeviceProperties(0), "cudaGetDeviceProperties")
-print(f"CUDA driver API {drv // 1000}.{drv % 1000 // 10}, runtime {run // 1000}.{run % 1000 // 10}")
+print(f"CUDA driver API {drv // 1000}.{drv % 1000 // 10}, "
+      f"runtime {run // 1000}.{run % 1000 // 10}")
 print(f"{props.multiProcessorCount} SMs, compute capability {props.major}.{props.minor}, "
       f"{props.totalGlobalMem / 2**30:.0f} GiB")
 
