@@ -102,7 +102,8 @@ print("first elements:", got[:5])
 #
 # `labkit.timing.measure(fn, sync=stream)` runs `fn` a few times untimed (warm-up), then times it
 # `repeat` times on the backend's host clock and returns a `Stats` with every sample. Look at the
-# spread: zero on the simulator, non-zero on a GPU. The course reports spread as percentiles:
+# spread: no two launches cost quite the same, on a GPU's host or on the simulator, whose seeded
+# jitter copies a real host's (see above). The course reports spread as percentiles:
 # p5 is the value 5 % of the samples fall below, p95 the value 95 % fall below (p50 is the
 # median). Shaded bands in the figures run from p5 to p95, and whiskers on bars up to p95.
 

@@ -168,8 +168,9 @@ else:
 # * graph, submit only: one `cudaGraphLaunch` for all 200 kernels;
 # * graph, submit + sync: the GPU's own time for 200 kernels back to back, plus one launch.
 #
-# The last line is GPU time from a CUDA event pair around the work. For eager launches it counts
-# the GPU's idle gaps too, since the stream is "busy" from the first event until the last.
+# The cell's last printed line is GPU time from a CUDA event pair around the work. For eager
+# launches it counts the GPU's idle gaps too, since the stream is "busy" from the first event
+# until the last.
 
 # %%
 K = SZ["kernels"]

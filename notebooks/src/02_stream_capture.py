@@ -89,10 +89,10 @@ NBYTES = host_out.nbytes
 #
 # * **What a node freezes.** A kernel node holds the kernel, its launch configuration (grid,
 #   block, shared memory) and the *value* of every argument at capture: for an array, its device
-#   address (with its shape and strides); for a scalar such as `2.0`, the number itself. A copy node holds its source,
-#   destination and size. What is **not** frozen is the data at those addresses: a replay reads
-#   whatever `inp` holds at that moment. That is how a server replays one graph for many
-#   requests: it copies each request into `inp`, then launches.
+#   address (with its shape and strides); for a scalar such as `2.0`, the number itself. A copy
+#   node holds its source, destination and size. What is **not** frozen is the data at those
+#   addresses: a replay reads whatever `inp` holds at that moment. That is how a server replays
+#   one graph for many requests: it copies each request into `inp`, then launches.
 # * **Graph and executable graph.** The graph (`cudaGraph_t`, here `cap.graph`) is a template:
 #   you can inspect it, edit its nodes, instantiate it. `cudaGraphInstantiate` turns it into an
 #   **executable graph** (`cudaGraphExec_t`): it checks the graph and prepares every launch once,
