@@ -183,7 +183,8 @@ one.close(); other.close(); long_graph.close()
 # to submit the graph.
 #
 # What to look for: capture from Python costs about as much as running the same launches eagerly
-# (numba still prepares every launch); instantiate grows with the number of nodes; the launch
+# (numba still prepares every launch; the break-even below times those eager launches, so you can
+# compare); instantiate grows with the number of nodes; the launch
 # call alone is the cheap part, a few µs, and grows far more slowly than the graph.
 
 # %%

@@ -135,7 +135,7 @@ plot.graph_dag(four, title="Four branches with labkit.fork");
 #
 # Each case below fails on purpose. labkit turns the error code into a `labkit.CudaError` with a
 # hint; we catch and print it, then check that both streams are no longer capturing and still
-# work.
+# work. `labkit.Event(timing=False)` is section 1's event without timing, in one call.
 #
 # **A fork never joined.** The side stream did work that the origin never waits for. When the
 # origin ends the capture, the runtime refuses: the graph would have a loose end.
