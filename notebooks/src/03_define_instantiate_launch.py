@@ -387,7 +387,7 @@ for name, launch in (("one long kernel", lambda: workloads.busy[4, 256, s](xl, I
     gr = timing.measure(lambda: ex.launch(s), sync=s, warmup=WARMUP, repeat=REPEAT).median
     rows[name] = (e, gr)
     ex.close(); g.close()
-    print(f"{name:16} eager {e:8.1f} µs   graph {gr:8.1f} µs   saving {e - gr:6.1f} µs per iteration"
+    print(f"{name:16} eager {e:6.1f} µs   graph {gr:6.1f} µs   saves {e - gr:5.1f} µs"
           f"   (eager / graph {e / gr:.1f}x)")
 print("setup of a one-node graph (capture + instantiate):",
       f"{phases[1]['capture'].median + phases[1]['instantiate'].median:.0f} µs")
