@@ -286,8 +286,9 @@ claims.graph_beats_eager_streams(graph, many)
 # - **one stream**: the kernels sit end to end on one row, so the total is about the sum of all
 #   kernel times;
 # - **several streams, eager**: kernels on different rows overlap, but each launch costs the CPU
-#   a whole numba dispatch, so the later branches start late (the staircase);
-# - **graph**: one launch on the CPU row, and the branches start together on the simulator. On a
+#   a whole numba dispatch, so the later branches start late (the staircase); the grey `api`
+#   spans on the CPU row are the fork's and the join's event calls;
+# - **graph**: one launch on the CPU row (a sliver at its start: it is short), and the branches start together on the simulator. On a
 #   real GPU they start a few µs apart, as the GPU's front end starts them one after another,
 #   and they still overlap. The graph was launched on the origin, and runs its branches on
 #   streams of its own: they are drawn as branches of the origin.
