@@ -58,7 +58,8 @@ print(f"{'python':14} {sys.version.split()[0]}")
 drv = check(rt.cudaDriverGetVersion(), "cudaDriverGetVersion")
 run = check(rt.cudaRuntimeGetVersion(), "cudaRuntimeGetVersion")
 props = check(rt.cudaGetDeviceProperties(0), "cudaGetDeviceProperties")
-print(f"CUDA driver API {drv // 1000}.{drv % 1000 // 10}, runtime {run // 1000}.{run % 1000 // 10}")
+print(f"CUDA driver API {drv // 1000}.{drv % 1000 // 10}, "
+      f"runtime {run // 1000}.{run % 1000 // 10}")
 print(f"{props.multiProcessorCount} SMs, compute capability {props.major}.{props.minor}, "
       f"{props.totalGlobalMem / 2**30:.0f} GiB")
 
@@ -101,7 +102,8 @@ print("first elements:", got[:5])
 #
 # `labkit.timing.measure(fn, sync=stream)` runs `fn` a few times untimed (warm-up), then times it
 # `repeat` times on the backend's host clock and returns a `Stats` with every sample. Look at the
-# spread: zero on the simulator, non-zero on a GPU. The course reports spread as percentiles:
+# spread: no two launches cost quite the same, on a GPU's host or on the simulator, whose seeded
+# jitter copies a real host's (see above). The course reports spread as percentiles:
 # p5 is the value 5 % of the samples fall below, p95 the value 95 % fall below (p50 is the
 # median). Shaded bands in the figures run from p5 to p95, and whiskers on bars up to p95.
 
@@ -140,7 +142,8 @@ plt.show()
 # %%
 from labkit.course import reference
 reference.note("00")
-#
+
+# %% [markdown]
 # ## When CUDA says no
 #
 # labkit turns a failing call into a `labkit.CudaError`: CUDA's name and code, its description,
@@ -161,8 +164,8 @@ except labkit.CudaError as e:
 # ## Summary
 #
 # * `import labkit` first; it tells you the backend, the device, and where figures come from.
-# * The simulator computes real results with a calibrated virtual clock; it has no noise and no
-#   JIT, so trust its shapes, not its last digit.
+# * The simulator computes real results with a calibrated virtual clock and seeded jitter, so
+#   trust its shapes, not its last digit.
 # * Timelines: CPU on top, streams below; red launches, green kernels.
 # * Errors come with a hint; read it.
 #

@@ -168,8 +168,9 @@ else:
 # * graph, submit only: one `cudaGraphLaunch` for all 200 kernels;
 # * graph, submit + sync: the GPU's own time for 200 kernels back to back, plus one launch.
 #
-# The last line is GPU time from a CUDA event pair around the work. For eager launches it counts
-# the GPU's idle gaps too, since the stream is "busy" from the first event until the last.
+# The cell's last printed line is GPU time from a CUDA event pair around the work. For eager
+# launches it counts the GPU's idle gaps too, since the stream is "busy" from the first event
+# until the last.
 
 # %%
 K = SZ["kernels"]
@@ -186,9 +187,11 @@ def graph_run():
 
 costs = {
     "eager: submit only": timing.measure(eager_run, per=K, warmup=WARMUP, repeat=REPEAT),
-    "eager: submit + sync": timing.measure(eager_run, sync=s, per=K, warmup=WARMUP, repeat=REPEAT),
+    "eager: submit + sync": timing.measure(eager_run, sync=s, per=K,
+                                           warmup=WARMUP, repeat=REPEAT),
     "graph: submit only": timing.measure(graph_run, per=K, warmup=WARMUP, repeat=REPEAT),
-    "graph: submit + sync": timing.measure(graph_run, sync=s, per=K, warmup=WARMUP, repeat=REPEAT),
+    "graph: submit + sync": timing.measure(graph_run, sync=s, per=K,
+                                           warmup=WARMUP, repeat=REPEAT),
 }
 s.synchronize()
 gpu_eager = timing.gpu_measure(eager_run, s, per=K, warmup=1, repeat=REPEAT).median
@@ -196,13 +199,15 @@ gpu_graph = timing.gpu_measure(graph_run, s, per=K, warmup=1, repeat=REPEAT).med
 
 for name, st in costs.items():
     print(f"{name:22} {st.median:8.2f} µs per kernel")
-print(f"{'one graph launch':22} {costs['graph: submit only'].median * K:8.2f} µs of host time for all {K} kernels")
+print(f"{'one graph launch':22} {costs['graph: submit only'].median * K:8.2f} µs "
+      f"of host time for all {K} kernels")
 print(f"GPU time per kernel (events): eager {gpu_eager:.2f} µs, graph {gpu_graph:.2f} µs")
 
 plot.bars({k: v for k, v in costs.items()}, ylabel="time per kernel (µs)", log=True,
           title=f"{K} add_one kernels: submitting vs finishing")
 plt.show()
-claims.eager_is_host_bound(costs["eager: submit only"].median, costs["eager: submit + sync"].median)
+claims.eager_is_host_bound(costs["eager: submit only"].median,
+                           costs["eager: submit + sync"].median)
 claims.graph_launch_is_cheap_for_the_host(costs["graph: submit only"].median,
                                           costs["eager: submit only"].median)
 
@@ -238,18 +243,21 @@ prep(x)                                                  # back to x
 
 three = {
     "eager (numba)": costs["eager: submit + sync"],
-    "prepared launch": timing.measure(prepared_run, sync=s, per=K, warmup=WARMUP, repeat=REPEAT),
+    "prepared launch": timing.measure(prepared_run, sync=s, per=K,
+                                      warmup=WARMUP, repeat=REPEAT),
     "graph replay": costs["graph: submit + sync"],
 }
 for name, st in three.items():
     print(f"{name:16} {st.median:7.2f} µs per kernel")
 numba_share = three["eager (numba)"].median - three["prepared launch"].median
-print(f"numba's dispatch: {numba_share:.2f} µs of each {three['eager (numba)'].median:.2f} µs eager launch "
+print(f"numba's dispatch: {numba_share:.2f} µs "
+      f"of each {three['eager (numba)'].median:.2f} µs eager launch "
       f"({numba_share / three['eager (numba)'].median:.0%})")
 plot.bars(three, ylabel="time per kernel (µs)", log=True,
           title=f"{K} add_one kernels: numba eager, prepared, graph")
 plt.show()
-claims.prepared_cheaper_than_numba(three["prepared launch"].median, three["eager (numba)"].median)
+claims.prepared_cheaper_than_numba(three["prepared launch"].median,
+                                   three["eager (numba)"].median)
 claims.graph_beats_prepared(three["graph replay"].median, three["prepared launch"].median)
 
 # %% [markdown]
@@ -270,7 +278,8 @@ plot.timelines([(rec_eager.timeline, f"{K_TL} eager numba launches"),
 plt.show()
 if rec_prep.timeline.source != "events":
     sp = kernel_spans(rec_prep.timeline)
-    print(f"prepared: a kernel starts every {np.median(np.diff([k.start_us for k in sp])):.2f} µs")
+    step_p = np.median(np.diff([k.start_us for k in sp]))
+    print(f"prepared: a kernel starts every {step_p:.2f} µs")
 
 # %% [markdown]
 # Prepared launches remove numba's share but not the driver's: each kernel still costs one
@@ -312,7 +321,8 @@ with labkit.capture(s) as cap:
 ex_long = cap.graph.instantiate(upload_stream=s)
 eager_long = timing.measure(long_chain, sync=s, per=K_LONG, warmup=1, repeat=5)
 graph_long = timing.measure(lambda: ex_long.launch(s), sync=s, per=K_LONG, warmup=1, repeat=5)
-print(f"long kernels: eager {eager_long.median:.1f} µs per kernel, graph {graph_long.median:.1f} µs "
+print(f"long kernels: eager {eager_long.median:.1f} µs per kernel, "
+      f"graph {graph_long.median:.1f} µs "
       f"-> the graph saves {100 * (1 - graph_long.median / eager_long.median):.1f}%")
 claims.long_kernels_graph_saves_little(eager_long.median, graph_long.median)
 
@@ -321,13 +331,15 @@ with timing.timeline() as rec_long:
     for _ in range(5):
         workloads.busy[4, 256, s](xb, ITERS)
     s.synchronize()
-plot.timeline(rec_long.timeline, title="Five eager launches of a long kernel", stream_names=ROLES)
+plot.timeline(rec_long.timeline, title="Five eager launches of a long kernel",
+              stream_names=ROLES)
 plt.show()
 tl = rec_long.timeline
 if tl.source != "events":
     row = [r for r in tl.rows() if r != "CPU"][0]
     frac = tl.busy_fraction(row)
-    print(f"the GPU was busy {frac:.0%} of the time between the first kernel's start and the last one's end")
+    print(f"the GPU was busy {frac:.0%} of the time "
+          "between the first kernel's start and the last one's end")
     claims.long_kernels_keep_the_gpu_busy(frac)
 
 # %% [markdown]

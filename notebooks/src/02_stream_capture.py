@@ -89,10 +89,10 @@ NBYTES = host_out.nbytes
 #
 # * **What a node freezes.** A kernel node holds the kernel, its launch configuration (grid,
 #   block, shared memory) and the *value* of every argument at capture: for an array, its device
-#   address (with its shape and strides); for a scalar such as `2.0`, the number itself. A copy node holds its source,
-#   destination and size. What is **not** frozen is the data at those addresses: a replay reads
-#   whatever `inp` holds at that moment. That is how a server replays one graph for many
-#   requests: it copies each request into `inp`, then launches.
+#   address (with its shape and strides); for a scalar such as `2.0`, the number itself. A copy
+#   node holds its source, destination and size. What is **not** frozen is the data at those
+#   addresses: a replay reads whatever `inp` holds at that moment. That is how a server replays
+#   one graph for many requests: it copies each request into `inp`, then launches.
 # * **Graph and executable graph.** The graph (`cudaGraph_t`, here `cap.graph`) is a template:
 #   you can inspect it, edit its nodes, instantiate it. `cudaGraphInstantiate` turns it into an
 #   **executable graph** (`cudaGraphExec_t`): it checks the graph and prepares every launch once,
@@ -124,7 +124,8 @@ print("after one launch       y =", y.copy_to_host()[:3])
 captured_y = y
 y = labkit.to_device(np.ones(1024, np.float32))   # a new array: a new address
 ex.launch(s); s.synchronize()
-print("after a second launch  y =", y.copy_to_host()[:3], " captured_y =", captured_y.copy_to_host()[:3])
+print("after a second launch  y =", y.copy_to_host()[:3],
+      " captured_y =", captured_y.copy_to_host()[:3])
 assert np.all(captured_y.copy_to_host() == 4) and np.all(y.copy_to_host() == 1)
 
 # %% [markdown]
@@ -137,10 +138,12 @@ assert np.all(captured_y.copy_to_host() == 4) and np.all(y.copy_to_host() == 1)
 # %%
 cap.graph.set_kernel_args(0, workloads.scale, 4, 256, y, 10.0)   # edit the template
 ex.launch(s); s.synchronize()
-print("old executable:  captured_y =", captured_y.copy_to_host()[:3], " y =", y.copy_to_host()[:3])
+print("old executable:  captured_y =", captured_y.copy_to_host()[:3],
+      " y =", y.copy_to_host()[:3])
 ex_new = cap.graph.instantiate(upload_stream=s)
 ex_new.launch(s); s.synchronize()
-print("new executable:  captured_y =", captured_y.copy_to_host()[:3], " y =", y.copy_to_host()[:3])
+print("new executable:  captured_y =", captured_y.copy_to_host()[:3],
+      " y =", y.copy_to_host()[:3])
 assert np.all(captured_y.copy_to_host() == 8) and np.all(y.copy_to_host() == 10)
 
 # %% [markdown]
@@ -160,7 +163,7 @@ with timing.timeline() as rec:
     ex5.launch(s)
     s.synchronize(); s2.synchronize()
 plot.timeline(rec.timeline, title="One executable (5 kernels) launched 3 times on two streams",
-              stream_names={s: "stream s", s2: "stream s2"})
+              stream_names={s: "s (launches 1, 3)", s2: "s2 (launch 2)"})
 plt.show()
 print("z =", z.copy_to_host()[:3], "(three launches of +5)")
 assert np.all(z.copy_to_host() == 15)
@@ -182,7 +185,8 @@ preprocess[GRID, BLOCK, warm](inp, work)
 infer_step[GRID, BLOCK, warm](work, out)
 warm.synchronize()
 eager_out = out.copy_to_host()
-np.testing.assert_allclose(eager_out, request_reference(x_host), rtol=1e-5, atol=1e-6)  # the GPU fuses multiply-adds
+# a tolerance, not equality: the GPU fuses multiply-adds, numpy does not
+np.testing.assert_allclose(eager_out, request_reference(x_host), rtol=1e-5, atol=1e-6)
 print("eager output matches numpy:", eager_out[:4])
 
 # %% [markdown]
@@ -220,7 +224,8 @@ print("eager output matches numpy:", eager_out[:4])
 # is designed for.
 
 # %%
-stream = check(rt.cudaStreamCreateWithFlags(rt.cudaStreamNonBlocking), "cudaStreamCreateWithFlags")
+stream = check(rt.cudaStreamCreateWithFlags(rt.cudaStreamNonBlocking),
+               "cudaStreamCreateWithFlags")
 check(rt.cudaStreamBeginCapture(stream, GLOBAL), "cudaStreamBeginCapture")
 preprocess[GRID, BLOCK, stream](inp, work)
 infer_step[GRID, BLOCK, stream](work, out)
@@ -282,7 +287,8 @@ assert code_906 == 906 and int(err) == 901
 with labkit.capture(s) as cap:
     preprocess[GRID, BLOCK, s](inp, work)
     infer_step[GRID, BLOCK, s](work, out)
-    check(rt.cudaMemcpyAsync(host_out.ctypes.data, ptr(out), NBYTES, D2H, s.handle), "cudaMemcpyAsync")
+    check(rt.cudaMemcpyAsync(host_out.ctypes.data, ptr(out), NBYTES, D2H, s.handle),
+          "cudaMemcpyAsync")
 print(cap.graph, cap.graph.node_kinds())
 plot.graph_dag(cap.graph, title="One request")
 plt.show()
@@ -334,10 +340,11 @@ if labkit.backend == "cuda":
         cc_graph.close(); gb.close(); cs.close()
         np.testing.assert_array_equal(builder_out, eager_out)
         print("cuda.core GraphBuilder: output equals the eager output")
-    except Exception as e:   # an API difference in another cuda.core version should not stop the course
+    except Exception as e:   # another cuda.core version's API should not stop the course
         print(f"the cuda.core GraphBuilder path failed here: {type(e).__name__}: {e}")
 else:
-    print("cuda.core's GraphBuilder drives a real GPU: run with LABKIT_BACKEND=cuda to see it; skipped on the simulator")
+    print("cuda.core's GraphBuilder drives a real GPU: run with LABKIT_BACKEND=cuda to see it; "
+          "skipped on the simulator")
 
 
 # %% [markdown]
@@ -350,7 +357,8 @@ else:
 # %%
 def usable_again(stream, name):
     """Not capturing any more, and ordinary work runs on it."""
-    status = check(rt.cudaStreamIsCapturing(labkit.stream_handle(stream)), "cudaStreamIsCapturing")
+    status = check(rt.cudaStreamIsCapturing(labkit.stream_handle(stream)),
+                   "cudaStreamIsCapturing")
     y = labkit.to_device(np.zeros(1024, np.float32))
     workloads.add_one[4, 256, stream](y)
     check(rt.cudaStreamSynchronize(labkit.stream_handle(stream)), "cudaStreamSynchronize")
@@ -413,7 +421,7 @@ usable_again(s1, "s1")
 code_host = None
 try:
     with labkit.capture(s1):
-        preprocess[GRID, BLOCK, s1](x_host, work)     # x_host is a numpy array, not a device array
+        preprocess[GRID, BLOCK, s1](x_host, work)     # x_host is a numpy array
 except labkit.CudaError as e:
     code_host = e.code
     print(e)
@@ -532,7 +540,8 @@ for _ in range(2):
     negate[4, 256, s](neg)
     s.synchronize()
     times.append(labkit.host_us() - t0)
-print(f"first launch {times[0]:.0f} µs, second {times[1]:.1f} µs")
+print(f"first launch {times[0] / 1000:.1f} ms, second {times[1]:.1f} µs "
+      f"({times[0] / times[1]:,.0f}× longer)")
 claims.first_launch_much_slower(times[0], times[1])
 
 # %% [markdown]

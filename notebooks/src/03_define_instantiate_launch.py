@@ -183,7 +183,8 @@ one.close(); other.close(); long_graph.close()
 # to submit the graph.
 #
 # What to look for: capture from Python costs about as much as running the same launches eagerly
-# (numba still prepares every launch); instantiate grows with the number of nodes; the launch
+# (numba still prepares every launch; the break-even below times those eager launches, so you can
+# compare); instantiate grows with the number of nodes; the launch
 # call alone is the cheap part, a few µs, and grows far more slowly than the graph.
 
 # %%
@@ -386,7 +387,7 @@ for name, launch in (("one long kernel", lambda: workloads.busy[4, 256, s](xl, I
     gr = timing.measure(lambda: ex.launch(s), sync=s, warmup=WARMUP, repeat=REPEAT).median
     rows[name] = (e, gr)
     ex.close(); g.close()
-    print(f"{name:16} eager {e:8.1f} µs   graph {gr:8.1f} µs   saving {e - gr:6.1f} µs per iteration"
+    print(f"{name:16} eager {e:6.1f} µs   graph {gr:6.1f} µs   saves {e - gr:5.1f} µs"
           f"   (eager / graph {e / gr:.1f}x)")
 print("setup of a one-node graph (capture + instantiate):",
       f"{phases[1]['capture'].median + phases[1]['instantiate'].median:.0f} µs")

@@ -135,7 +135,7 @@ plot.graph_dag(four, title="Four branches with labkit.fork");
 #
 # Each case below fails on purpose. labkit turns the error code into a `labkit.CudaError` with a
 # hint; we catch and print it, then check that both streams are no longer capturing and still
-# work.
+# work. `labkit.Event(timing=False)` is section 1's event without timing, in one call.
 #
 # **A fork never joined.** The side stream did work that the origin never waits for. When the
 # origin ends the capture, the runtime refuses: the graph would have a loose end.
@@ -286,8 +286,9 @@ claims.graph_beats_eager_streams(graph, many)
 # - **one stream**: the kernels sit end to end on one row, so the total is about the sum of all
 #   kernel times;
 # - **several streams, eager**: kernels on different rows overlap, but each launch costs the CPU
-#   a whole numba dispatch, so the later branches start late (the staircase);
-# - **graph**: one launch on the CPU row, and the branches start together on the simulator. On a
+#   a whole numba dispatch, so the later branches start late (the staircase); the grey `api`
+#   spans on the CPU row are the fork's and the join's event calls;
+# - **graph**: one launch on the CPU row (a sliver at its start: it is short), and the branches start together on the simulator. On a
 #   real GPU they start a few µs apart, as the GPU's front end starts them one after another,
 #   and they still overlap. The graph was launched on the origin, and runs its branches on
 #   streams of its own: they are drawn as branches of the origin.

@@ -399,9 +399,10 @@ for n in GRAPH_SIZES:
     for h in (ex, g, g2):
         h.close()
 
-print(f"{'nodes':>5}" + "".join(f"{k:>26}" for k in costs))
+width = {k: max(14, len(k) + 3) for k in costs}                # one column per strategy
+print(f"{'nodes':>5}" + "".join(f"{k:>{width[k]}}" for k in costs))
 for i, n in enumerate(GRAPH_SIZES):
-    print(f"{n:5d}" + "".join(f"{costs[k][i].median:23.1f} µs" for k in costs))
+    print(f"{n:5d}" + "".join(f"{costs[k][i].median:{width[k] - 3}.1f} µs" for k in costs))
 plot.phase_costs(GRAPH_SIZES, costs, title="Changing what an executable runs: four strategies")
 plt.show()
 
@@ -525,8 +526,9 @@ HOWS = ("eager", "re-capture every change", "llama.cpp's rule")
 per_step = {name: {how: timing.Stats([run_sequence(ks, how) for _ in range(3)], label=how)
                    for how in HOWS}
             for name, ks in sequences.items()}
+print(f"{'µs per step':21s}" + "".join(f"{how:>{len(how) + 3}}" for how in HOWS))
 for name, row in per_step.items():
-    print(f"{name:21s}" + "".join(f"   {how} {st.median:7.1f} µs" for how, st in row.items()))
+    print(f"{name:21s}" + "".join(f"{st.median:{len(how) + 3}.1f}" for how, st in row.items()))
 
 fig, axes = plt.subplots(1, 3, figsize=(14, 4.9), sharey=True)   # one time axis for all three
 for ax, (name, row) in zip(axes, per_step.items()):
@@ -665,7 +667,7 @@ for name, st in served.items():
     line = f"{name:17} total {st.samples.sum() / 1e3:7.1f} ms   p50 {st.p50:6.1f} µs   p99 {st.p99:7.1f} µs"
     if name in caches:
         c = caches[name].stats()
-        line += (f"   hit rate {c['hit_rate']:4.0%}   misses {c['misses']:3d}   "
+        line += (f"\n{'':17} hit rate {c['hit_rate']:4.0%}   misses {c['misses']:3d}   "
                  f"evictions {c['evictions']:3d}   padding {c['padding_fraction']:4.0%}")
     print(line)
 

@@ -19,6 +19,12 @@ def test_rejects_add_then_scale_naming_the_order():
         check_scale_then_add((X0 + 1) * 3, X0)
 
 
+def test_rejects_add_then_scale_without_giving_the_order_away():
+    with pytest.raises(AssertionError, match=r"run in the order they were launched: which one must "
+                                             r"run first for 3·x \+ 1\?$"):
+        check_scale_then_add((X0 + 1) * 3, X0)
+
+
 def test_rejects_add_one_alone():
     with pytest.raises(AssertionError, match=r"^only one of the two kernels took effect"):
         check_scale_then_add(X0 + 1, X0)

@@ -40,7 +40,8 @@ def test_accepts_the_notebooks_solution(bufs):
 
 
 def test_rejects_the_notebooks_starter_without_the_copy(bufs):
-    with pytest.raises(AssertionError, match=r"^the graph has nodes \['kernel', 'kernel'\] but no memcpy"):
+    with pytest.raises(AssertionError, match=r"^the graph has nodes \['kernel', 'kernel'\] but no memcpy: put the "
+                                             r"cudaMemcpyAsync of the output into the pinned host buffer"):
         _notebooks_exercise("starter", bufs)
 
 
@@ -53,7 +54,7 @@ def test_rejects_kernels_in_the_wrong_order(bufs):
         preprocess[GRID, BLOCK, s](inp, work)
         check(rt.cudaMemcpyAsync(host.ctypes.data, out.device_ctypes_pointer.value,
                                  host.nbytes, D2H, s.handle))
-    with pytest.raises(AssertionError, match=r"^the graph ran but out_host does not hold"):
+    with pytest.raises(AssertionError, match=r"^the graph ran but the pinned host buffer does not hold"):
         check_request_graph(cap.graph, x, host, s)
 
 
@@ -73,21 +74,21 @@ def _copy_case(bufs, dst=None, src="out", nbytes=None):
 
 def test_rejects_a_copy_into_another_host_buffer(bufs):
     graph, x, host, s = _copy_case(bufs, dst=labkit.pinned_array(N))
-    with pytest.raises(AssertionError, match=r"^the graph ran but out_host does not hold .* its "
+    with pytest.raises(AssertionError, match=r"^the graph ran but the pinned host buffer does not hold .* its "
                                              r"destination"):
         check_request_graph(graph, x, host, s)
 
 
 def test_rejects_a_copy_of_the_intermediate_buffer(bufs):
     graph, x, host, s = _copy_case(bufs, src="work")
-    with pytest.raises(AssertionError, match=r"^the graph ran but out_host does not hold .* its "
+    with pytest.raises(AssertionError, match=r"^the graph ran but the pinned host buffer does not hold .* its "
                                              r"source"):
         check_request_graph(graph, x, host, s)
 
 
 def test_rejects_a_copy_of_half_the_bytes(bufs):
     graph, x, host, s = _copy_case(bufs, nbytes=N * 4 // 2)
-    with pytest.raises(AssertionError, match=r"^the graph ran but out_host does not hold .* its "
+    with pytest.raises(AssertionError, match=r"^the graph ran but the pinned host buffer does not hold .* its "
                                              r"size \(the whole buffer, in bytes\)"):
         check_request_graph(graph, x, host, s)
 

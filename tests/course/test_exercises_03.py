@@ -79,6 +79,19 @@ def test_rejects_a_setup_without_the_capture():
                                              e - ph["steady_launch"].median, whole=False))
 
 
+def test_rejects_a_setup_that_counts_the_first_launch():
+    with pytest.raises(AssertionError, match=r"gives 15: your setup counts the first launch too"):
+        check_pays_off(lambda ph, e: _answer(
+            _setup(ph, ("capture", "instantiate", "upload", "first_launch")),
+            e - ph["steady_launch"].median))
+
+
+def test_rejects_the_first_launch_after_upload_as_the_graph_iteration():
+    with pytest.raises(AssertionError, match=r"gives 13: your graph iteration is the first launch "
+                                             r"after the upload"):
+        check_pays_off(lambda ph, e: _answer(_setup(ph), e - ph["uploaded_first_launch"].median))
+
+
 def test_rejects_a_count_where_the_graph_never_pays_off():
     with pytest.raises(AssertionError, match=r"^for the same made-up graph against an eager iteration "
                                              r"of 100 µs, .* Return None there \(your function gave -46"):

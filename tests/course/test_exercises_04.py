@@ -61,6 +61,23 @@ def test_rejects_a_fork_whose_last_kernel_does_not_wait_for_the_side_branch(stre
         check_diamond(cap.graph)
 
 
+@pytest.mark.parametrize("u_stream, v_stream", [("side", "side"), ("origin", "origin")],
+                         ids=["both-on-the-side-stream", "nothing-on-the-side-stream"])
+def test_rejects_a_fork_whose_branches_share_one_stream(streams, u_stream, v_stream):
+    origin, side = streams
+    on = {"origin": origin, "side": side}
+    x, u, v, w, zeros = _buffers()
+    with labkit.capture(origin) as cap:
+        add_one[GRID, BLOCK, origin](x)
+        with labkit.fork(origin, side):
+            saxpy[GRID, BLOCK, on[u_stream]](u, 2.0, x, zeros)
+            saxpy[GRID, BLOCK, on[v_stream]](v, 3.0, x, zeros)
+        saxpy[GRID, BLOCK, origin](w, 1.0, u, v)
+    with pytest.raises(AssertionError, match=r"^you forked, but your two middle kernels still run "
+                                             r"one after the other: they went on the same stream"):
+        check_diamond(cap.graph)
+
+
 def test_rejects_a_fork_taken_before_the_first_kernel(streams):
     origin, side = streams
     x, u, v, w, zeros = _buffers()

@@ -19,8 +19,9 @@ def check_scale_then_add(result, x0, a: float = 3.0) -> None:
         print(f"correct: every element is {a:g}·x + 1")
         return
     if np.array_equal(result, (x0 + 1) * np.float32(a)):
-        raise AssertionError(f"you got {a:g}·(x + 1): add_one ran before scale. Launch scale "
-                             "first, then add_one, on the same stream")
+        raise AssertionError(f"you got {a:g}·(x + 1): add_one ran before scale. Kernels on "
+                             "one stream run in the order they were launched: which one must "
+                             f"run first for {a:g}·x + 1?")
     if np.array_equal(result, x0 + 1) or np.array_equal(result, x0 * np.float32(a)):
         raise AssertionError("only one of the two kernels took effect: launch both on the same "
                              "stream and synchronize before copying back")

@@ -27,7 +27,8 @@ def check_request_graph(graph, x_host, out_host, stream) -> None:
     kinds = graph.node_kinds()
     if kinds.count("memcpy") == 0:
         raise AssertionError(f"the graph has nodes {kinds} but no memcpy: put the "
-                             "cudaMemcpyAsync of the output into out_host inside the capture, so "
+                             "cudaMemcpyAsync of the output into the pinned host buffer inside the "
+                             "capture, so "
                              "one graph launch returns the answer")
     if kinds != ["kernel", "kernel", "memcpy"]:
         raise AssertionError(f"expected nodes ['kernel', 'kernel', 'memcpy'] (preprocess, "
@@ -41,7 +42,7 @@ def check_request_graph(graph, x_host, out_host, stream) -> None:
         labkit.check(labkit.rt.cudaStreamSynchronize(labkit.stream_handle(stream)))
     want = request_reference(np.asarray(x_host))
     if not np.allclose(out_host, want):
-        raise AssertionError("the graph ran but out_host does not hold infer_step(preprocess(x)): "
+        raise AssertionError("the graph ran but the pinned host buffer does not hold infer_step(preprocess(x)): "
                              "check the copy inside the capture: its destination (the pinned "
                              "buffer you pass to this check), its source (the output buffer "
                              "infer_step wrote) and its size (the whole buffer, in bytes)")

@@ -62,6 +62,12 @@ def _mistakes(ph: dict, eager: float) -> list[tuple[float, str]]:
         (_setup(ph, ("instantiate", "upload")) / saving,
          "your setup leaves out the capture: recording the work is part of what the graph "
          "costs once"),
+        (_setup(ph, ("capture", "instantiate", "upload", "first_launch")) / saving,
+         "your setup counts the first launch too: a first launch is the upload (already in your "
+         "setup) plus a launch that does an iteration's work, so it is not paid on top"),
+        (full / (eager - ph["uploaded_first_launch"]),
+         "your graph iteration is the first launch after the upload; every later iteration costs "
+         "a steady launch (with its synchronize)"),
     ]
 
 

@@ -21,8 +21,9 @@ def check_diamond(graph, result=None, expected=None) -> None:
     sinks = [n for n in g if g.out_degree(n) == 0]
     if g.number_of_edges() == 3 and len(roots) == 1 and len(sinks) == 1:
         raise AssertionError("your graph is a chain: the two middle kernels run one after the "
-                             "other. Launch them on different streams forked off the origin "
-                             "(with labkit.fork(origin, side): ...) so neither waits for the other")
+                             "other, because one stream runs its work in order. Fork a second "
+                             "stream off the origin (section 2) and give each middle kernel its "
+                             "own stream, so neither waits for the other")
     if len(sinks) != 1:
         raise AssertionError(f"your graph ends in {len(sinks)} nodes, not one: the last kernel must "
                              "come after both branches (join the side stream back before it)")
@@ -31,6 +32,10 @@ def check_diamond(graph, result=None, expected=None) -> None:
                              "stream after the first kernel, so both branches depend on it")
     root, sink = roots[0], sinks[0]
     middle = [n for n in g if n not in (root, sink)]
+    if g.has_edge(middle[0], middle[1]) or g.has_edge(middle[1], middle[0]):
+        raise AssertionError("you forked, but your two middle kernels still run one after the "
+                             "other: they went on the same stream. A fork only lets them overlap "
+                             "if each branch runs on its own stream")
     want = {(root, middle[0]), (root, middle[1]), (middle[0], sink), (middle[1], sink)}
     if set(g.edges) != want:
         raise AssertionError(f"not a diamond: edges {sorted(g.edges)}; each branch must depend "
