@@ -546,7 +546,7 @@ reference.note("06")
 #
 # `labkit.course.exercises.nb06.slow_update(x, stream)` launches 20 `add_one` kernels and, after
 # each, synchronizes and copies `x` to the host "to watch progress". Write `fast_update(x, stream)`
-# with the same result, at most 0.85× the time. The check counts every wait one call makes (a
+# with the same result, done when it returns, in at most 0.85× the time. The check counts every wait one call makes (a
 # synchronize, through labkit or the raw runtime, and a copy to the host) before it times your
 # function against the original. Start from the copy below.
 
