@@ -180,7 +180,8 @@ print(f"setup {graph.setup_us:.0f} µs; the graph pays for itself after "
       f"{'never' if be is None else f'{be:.1f}'} tokens of a {N_TOK}-token generation")
 claims.graph_pays_back_within_a_generation(be, N_TOK)
 plot.amortization(graph.setup_us, np.median(eager.token_us), np.median(graph.token_us), N_TOK,
-                  title="07-3 When does capturing the step pay off?", xlabel="tokens");
+                  title="07-3 When does capturing the step pay off?", xlabel="tokens",
+                  legend="below");       # the break-even label keeps the top left
 
 # %% [markdown]
 # A capture runs nothing (notebook 02): it costs the launches it records, cheaper than running

@@ -95,7 +95,7 @@ assert counter.copy_to_host()[0] == 50
 #
 # A kernel upstream decides; the node downstream runs the body it picked. Below, `decide` copies
 # a flag into the condition, and an IF/ELSE adds to `out[0]` on 1 or to `out[1]` on 0; then a
-# SWITCH on 2 runs its third body.
+# SWITCH whose condition no kernel sets stays at its default, 2, and runs its third body.
 
 # %%
 @labkit.kernel
