@@ -77,19 +77,23 @@ claims.first_request_pays_the_jit(first_us, steady.median)
 
 
 # %% [markdown]
-# Allocation and graph upload cost time on both backends. `cudaMalloc` of a workspace per
-# request, against reusing one allocated at start-up; and a graph's first launch without
-# `upload()`, against an uploaded first launch and the steady launch (`timing.graph_phases`).
+# Allocation and graph upload cost time on both backends. `cudaMalloc` and `cudaFree` of a
+# workspace are paid on every request by a server that does not allocate it once at start-up and
+# reuse it; and a graph's first launch without `upload()` is set beside an uploaded first launch
+# and the steady launch (`timing.graph_phases`).
 
 # %%
 def malloc_free():
     p = check(rt.cudaMalloc(1 << 20)); check(rt.cudaFree(p))
 
-alloc = timing.measure(malloc_free, warmup=1, repeat=SZ["repeat"], label="cudaMalloc+cudaFree 1 MiB")
+alloc = timing.measure(malloc_free, warmup=1, repeat=SZ["repeat"],
+                       label="cudaMalloc+cudaFree 1 MiB")
 ph = timing.graph_phases(lambda s: chain(50, x, s), stream, repeat=3, steady=10)
 warm = {"first kernel request": first_us, "steady kernel request": steady,
-        "cudaMalloc+Free 1 MiB": alloc, "graph 1st launch (no upload)": ph["first_launch"],
-        "graph 1st launch (uploaded)": ph["uploaded_first_launch"], "graph steady launch": ph["steady_launch"]}
+        "cudaMalloc+Free 1 MiB": alloc,
+        "graph 1st launch (no upload)": ph["first_launch"],
+        "graph 1st launch (uploaded)": ph["uploaded_first_launch"],
+        "graph steady launch": ph["steady_launch"]}
 for k, v in warm.items():
     print(f"{k:32s} {getattr(v, 'median', v):9.1f} µs")
 claims.first_graph_launch_dearer(ph["first_launch"].median, ph["steady_launch"].median)
@@ -163,11 +167,14 @@ LOAD = 0.7                                          # the eager worker is busy 7
 arrivals = np.cumsum(gaps * mean_service["eager"] / LOAD)
 start, finish, latency = fifo(arrivals, service["eager"][:, 0])
 t = arrivals[0]
-print(f"{'request':>7} {'size':>5} {'arrival':>9} {'start':>9} {'service':>8} {'finish':>9} {'wait':>7} {'latency':>8}")
+print(f"{'request':>7} {'size':>5} {'arrival':>9} {'start':>9} {'service':>8} {'finish':>9} "
+      f"{'wait':>7} {'latency':>8}")
 for i in range(6):
-    print(f"{i:7d} {sizes[i]:5d} {arrivals[i] - t:9.0f} {start[i] - t:9.0f} {service['eager'][i, 0]:8.0f} "
-          f"{finish[i] - t:9.0f} {start[i] - arrivals[i]:7.0f} {latency[i]:8.0f}")
-print(f"mean service: eager {mean_service['eager']:.0f} µs, graph {mean_service['graph']:.0f} µs")
+    print(f"{i:7d} {sizes[i]:5d} {arrivals[i] - t:9.0f} {start[i] - t:9.0f} "
+          f"{service['eager'][i, 0]:8.0f} {finish[i] - t:9.0f} {start[i] - arrivals[i]:7.0f} "
+          f"{latency[i]:8.0f}")
+print(f"mean service: eager {mean_service['eager']:.0f} µs, "
+      f"graph {mean_service['graph']:.0f} µs")
 
 # %% [markdown]
 # Two fair ways to compare the servers, and the table reports both:
@@ -200,14 +207,17 @@ cases = {"eager": ("eager", arrivals),
 lats, rows = {}, {}
 for name, (kind, arr) in cases.items():
     lats[name], rows[name] = replay(kind, arr)
-print(f"{'':21s} {'p50 µs':>8s} {'p95 µs':>8s} {'p99 µs':>8s} {'req/s':>8s} {'busy':>6s} {'CPU(launch)':>12s}")
+print(f"{'':21s} {'p50 µs':>8s} {'p95 µs':>8s} {'p99 µs':>8s} {'req/s':>8s} {'busy':>6s} "
+      f"{'CPU(launch)':>12s}")
 for name, r in rows.items():
     st = lats[name]
     print(f"{name:21s} {st.p50:8.0f} {st.p95:8.0f} {st.p99:8.0f} {r['throughput']:8.0f} "
           f"{r['busy']:6.1%} {r['cpu_launch']:12.1%}")
 claims.graph_p99_below_eager(lats["graph, same arrivals"].p99, lats["eager"].p99)
-claims.graph_less_cpu_launching(rows["graph, same arrivals"]["cpu_launch"], rows["eager"]["cpu_launch"])
-claims.graph_serves_more_at_equal_load(rows["graph, same load"]["throughput"], rows["eager"]["throughput"])
+claims.graph_less_cpu_launching(rows["graph, same arrivals"]["cpu_launch"],
+                                rows["eager"]["cpu_launch"])
+claims.graph_serves_more_at_equal_load(rows["graph, same load"]["throughput"],
+                                       rows["eager"]["throughput"])
 plot.latency_cdf(lats, logx=True, title="06-2 Request latency (wait + service), eager vs graph",
                  model="one-worker FIFO queue replayed over the measured service times");
 
@@ -305,8 +315,10 @@ def long_eager():
     busy[4, 256, stream](xl, ITERS); stream.synchronize()
 def long_graph():
     gl.launch(stream); stream.synchronize()
-le = timing.measure(long_eager, repeat=SZ["repeat"]); lg = timing.measure(long_graph, repeat=SZ["repeat"])
-print(f"one long kernel: eager {le.median:.0f} µs, graph {lg.median:.0f} µs -> saves {1 - lg.median / le.median:.1%}")
+le = timing.measure(long_eager, repeat=SZ["repeat"])
+lg = timing.measure(long_graph, repeat=SZ["repeat"])
+print(f"one long kernel: eager {le.median:.0f} µs, graph {lg.median:.0f} µs "
+      f"-> saves {1 - lg.median / le.median:.1%}")
 claims.long_kernel_graph_saves_little(le.median, lg.median)
 
 def one_eager():
@@ -327,10 +339,12 @@ def one_graph_raw():       # the same graph in bare cuda-python calls, every ret
     check(rt.cudaStreamSynchronize(h), "cudaStreamSynchronize")
     check(rt.cudaGraphExecDestroy(ex), "cudaGraphExecDestroy")
     check(rt.cudaGraphDestroy(g), "cudaGraphDestroy")
-oe = timing.measure(one_eager, repeat=SZ["repeat"]); og = timing.measure(one_graph_fresh, repeat=SZ["repeat"])
+oe = timing.measure(one_eager, repeat=SZ["repeat"])
+og = timing.measure(one_graph_fresh, repeat=SZ["repeat"])
 ogr = timing.measure(one_graph_raw, repeat=SZ["repeat"])
 print(f"one kernel: eager {oe.median:.1f} µs, capture+instantiate+launch {og.median:.1f} µs "
-      f"with labkit, {ogr.median:.1f} µs in bare calls (labkit's share {og.median - ogr.median:.1f} µs)")
+      f"with labkit,\n{ogr.median:.1f} µs in bare calls (labkit's share "
+      f"{og.median - ogr.median:.1f} µs)")
 claims.one_kernel_graph_used_once_loses(og.median, oe.median)
 
 def request_sizes():       # the same seeded sequence of sizes for both servers
@@ -347,12 +361,13 @@ def changing_recapture():
     with cap.graph as g, g.instantiate() as ex:
         ex.launch(stream); stream.synchronize()
 cr = timing.measure(changing_recapture, repeat=SZ["repeat"])
-print(f"changing topology: eager {ce.median:.0f} µs, re-capture per request {cr.median:.0f} µs "
-      f"(ratio {cr.median / ce.median:.2f})")
+print(f"changing topology: eager {ce.median:.0f} µs, "
+      f"re-capture per request {cr.median:.0f} µs (ratio {cr.median / ce.median:.2f})")
 claims.recapture_saves_at_most_half(cr.median, ce.median)
-plot.bars({"long: eager": le, "long: graph": lg, "1 kernel: eager": oe, "1 kernel: new graph": og,
-           "1 kernel: same, bare calls": ogr, "varying: eager": ce, "varying: re-capture": cr}, log=True,
-          ylabel="time per request (µs)", title="06-5 Where a graph does not pay");
+plot.bars({"long: eager": le, "long: graph": lg,
+           "1 kernel: eager": oe, "1 kernel: new graph": og, "1 kernel: same, bare calls": ogr,
+           "varying: eager": ce, "varying: re-capture": cr},
+          log=True, ylabel="time per request (µs)", title="06-5 Where a graph does not pay");
 
 # %% [markdown]
 # ## 5. Comparing two versions fairly: rounds, in alternating order
@@ -379,7 +394,7 @@ ROUNDS = 6
 N = 4 * SZ["repeat"]                   # calls of each version per round
 pair = {"sync after each": sync_each, "one sync at end": sync_end}
 A, B = pair
-naive = {name: timing.measure(fn, warmup=2, repeat=ROUNDS * N, label=name)     # A's block, then B's
+naive = {name: timing.measure(fn, warmup=2, repeat=ROUNDS * N, label=name)   # A's, then B's
          for name, fn in pair.items()}
 naive_ratio = naive[A].median / naive[B].median
 for name, st in naive.items():
@@ -402,7 +417,8 @@ ratio_median = float(np.median(ratios))
 for name, vals in per_round.items():
     print(f"{name:16s} µs, round by round: " + "  ".join(f"{v:7.1f}" for v in vals))
 print(f"{'within-round ratio':37s}" + "  ".join(f"{q:6.2f}x" for q in ratios))
-print(f"median over rounds {ratio_median:.2f}x, range {ratios.min():.2f}x .. {ratios.max():.2f}x "
+print(f"median over rounds {ratio_median:.2f}x, "
+      f"range {ratios.min():.2f}x .. {ratios.max():.2f}x "
       f"(spread {ratios.max() / ratios.min() - 1:.0%}); naive {naive_ratio:.2f}x")
 claims.rounds_favour_one_sync(ratios)
 
@@ -448,8 +464,8 @@ plt.show()
 # %% [markdown]
 # **What to look at.** The figure shows three things:
 #
-# - above, the two versions' lines: when the host slows down for a while, both rise in the same
-#   rounds, since both are paced by the host;
+# - above, the two versions' lines: a slow stretch of the host longer than a round lifts both in
+#   the same rounds, since both are paced by the host; a shorter one may catch only one of them;
 # - below, the within-round ratio: a slow stretch longer than a round lands on both of that
 #   round's figures, so it cancels in their ratio; the jitter from one call to the next does not
 #   cancel, and makes the ratio wobble a little from round to round. Read the median, and quote
@@ -530,7 +546,7 @@ reference.note("06")
 #
 # `labkit.course.exercises.nb06.slow_update(x, stream)` launches 20 `add_one` kernels and, after
 # each, synchronizes and copies `x` to the host "to watch progress". Write `fast_update(x, stream)`
-# with the same result, at most 0.85× the time. The check counts every wait one call makes (a
+# with the same result, done when it returns, in at most 0.85× the time. The check counts every wait one call makes (a
 # synchronize, through labkit or the raw runtime, and a copy to the host) before it times your
 # function against the original. Start from the copy below.
 

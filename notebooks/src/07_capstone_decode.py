@@ -106,7 +106,7 @@ assert len(exec_step.graph.kernel_nodes()) == model.cfg.kernels_per_token
 
 # %%
 PROMPT = [1, 17, 42, 99]
-N_TOK = min(N_TOK, model.cfg.max_seq - (len(PROMPT) - 1))   # prompt and tokens share the KV cache
+N_TOK = min(N_TOK, model.cfg.max_seq - (len(PROMPT) - 1))   # prompt and tokens share a KV cache
 ref = dec.reference_generate(model, PROMPT, N_TOK)
 eager = dec.generate_eager(model, PROMPT, N_TOK, stream)
 graph = dec.generate_graph(model, PROMPT, N_TOK, stream)
@@ -132,11 +132,13 @@ if labkit.backend == "cuda":
         for name, g in (("torch eager", False), ("torch CUDAGraph", True)):
             r = dec.torch_generate(model, PROMPT, N_TOK, graph=g)
             rows[name] = r
-            print(f"{name}: tokens {'match' if np.array_equal(r.tokens, ref) else 'DIFFER'} numpy's")
+            same = np.array_equal(r.tokens, ref)
+            print(f"{name}: tokens {'match' if same else 'DIFFER'} numpy's")
     except Exception as exc:      # no torch, or a torch without CUDA
         print(f"PyTorch rows skipped: {type(exc).__name__}: {exc}")
 
-print(f"{'':16s} {'TTFT µs':>9s} {'ITL p50 µs':>11s} {'ITL p99 µs':>11s} {'tokens/s':>9s} {'setup µs':>9s}")
+print(f"{'':16s} {'TTFT µs':>9s} {'ITL p50 µs':>11s} {'ITL p99 µs':>11s} {'tokens/s':>9s} "
+      f"{'setup µs':>9s}")
 for name, r in rows.items():
     itl = timing.Stats(r.inter_token_us, label=name)
     print(f"{name:16s} {r.ttft_us:9.0f} {itl.p50:11.1f} {itl.p99:11.1f} {r.tokens_per_s:9.0f} "
@@ -178,7 +180,8 @@ print(f"setup {graph.setup_us:.0f} µs; the graph pays for itself after "
       f"{'never' if be is None else f'{be:.1f}'} tokens of a {N_TOK}-token generation")
 claims.graph_pays_back_within_a_generation(be, N_TOK)
 plot.amortization(graph.setup_us, np.median(eager.token_us), np.median(graph.token_us), N_TOK,
-                  title="07-3 When does capturing the step pay off?", xlabel="tokens");
+                  title="07-3 When does capturing the step pay off?", xlabel="tokens",
+                  legend="below");       # the break-even label keeps the top left
 
 # %% [markdown]
 # A capture runs nothing (notebook 02): it costs the launches it records, cheaper than running
@@ -228,11 +231,11 @@ plt.show()
 # %%
 priced = whatif.table()
 for p in priced:
-    print(f"{p.label}: {p.kernels} kernels, {p.gb:.3f} GB read and written per token, "
-          f"GPU {p.gpu_us:,.0f} µs per token; one graph launch {p.graph_launch_us:.1f} µs")
+    print(f"{p.label}: {p.kernels} kernels, {p.gb:.3f} GB read and written per token")
+    print(f"    GPU {p.gpu_us:,.0f} µs per token; one graph launch {p.graph_launch_us:.1f} µs")
     for k, v in p.host_us.items():
-        pace = "host-bound: the launches" if v > p.gpu_us else "GPU-bound: the kernels"
-        print(f"    eager {k:8s} launches {v:9,.0f} µs per token  {pace} set the pace; "
+        pace = "host-bound" if v > p.gpu_us else "GPU-bound"    # which side sets the pace
+        print(f"    eager {k:8s} launches {v:7,.0f} µs per token, {pace:10s}  "
               f"graph / eager {p.speedup[k]:.2f}×")
 with plot.style():
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))

@@ -95,7 +95,7 @@ assert counter.copy_to_host()[0] == 50
 #
 # A kernel upstream decides; the node downstream runs the body it picked. Below, `decide` copies
 # a flag into the condition, and an IF/ELSE adds to `out[0]` on 1 or to `out[1]` on 0; then a
-# SWITCH on 2 runs its third body.
+# SWITCH whose condition no kernel sets stays at its default, 2, and runs its third body.
 
 # %%
 @labkit.kernel
@@ -236,18 +236,21 @@ for row in sweep:
     S = 1e6 / row["graph_back_to_back_tokens_per_s"]
     R = 1e6 / row["graph_tokens_per_s"] - S
     W = 1e6 / row["device_loop_tokens_per_s"] - S
-    print(f"{row['kernels_per_token']:7d} {S:7.1f} {R:6.1f} {W:6.1f} {row['device_loop_vs_graph']:22.3f}×")
-ax = plot.bars({f"{row['kernels_per_token']} kernels": row["device_loop_vs_graph"] for row in sweep},
+    print(f"{row['kernels_per_token']:7d} {S:7.1f} {R:6.1f} {W:6.1f} "
+          f"{row['device_loop_vs_graph']:22.3f}×")
+ax = plot.bars({f"{row['kernels_per_token']} kernels": row["device_loop_vs_graph"]
+                for row in sweep},
                ylabel="device loop / one graph per token (tokens/s)",
                title="08-3 The device loop's gain as the step shrinks")
 ax.axhline(1.0, color="0.4", lw=0.8, ls="--")
 plt.show()
-claims.gain_small_at_a_large_step(sweep[-1]["kernels_per_token"], sweep[-1]["device_loop_vs_graph"])
+claims.gain_small_at_a_large_step(sweep[-1]["kernels_per_token"],
+                                  sweep[-1]["device_loop_vs_graph"])
 
 # %% [markdown]
 # The bars grow as the step shrinks, and at the full 65-kernel step the gain is a few per cent
-# at most: this decoder is GPU-bound, and the round trip `R` the loop removes is only a few times
-# what its iteration `W` adds. A gain that small is within a host's run-to-run drift, so measure
+# at most: this decoder is GPU-bound, and the round trip `R` the loop removes is small beside the
+# step `S`, and not much larger than what its iteration `W` adds. A gain that small is within a host's run-to-run drift, so measure
 # several times before you quote one. A slower host (a longer `R`) or a shorter step is where
 # the loop pulls ahead.
 #
@@ -278,7 +281,8 @@ show.source(dl.advance_stop_publish, dl.StreamingLoop.run)
 limit = model.cfg.max_seq
 live = dl.StreamingLoop(model, stream)
 st = live.run(1, limit, eos)
-assert np.array_equal(st.tokens, dl.reference_until_eos(model, 1, limit, eos)) and st.stopped_at_eos
+assert st.stopped_at_eos and np.array_equal(st.tokens,
+                                            dl.reference_until_eos(model, 1, limit, eos))
 g1 = dec.generate_graph(model, 1, len(st.tokens), stream, exec_=step_exec)
 k = res["k_per_launch"]
 k_exec = dl.capture_steps(model, stream, k)
@@ -288,11 +292,12 @@ with dl.build(model, stream) as whole:
 arrivals = {"graph per token": np.cumsum(g1.token_us), f"{k} per launch": kr.arrival_us,
             "device loop": np.full(len(wr.tokens), wr.wall_us), "streaming loop": st.arrival_us}
 step_us = 1e6 / res["graph_back_to_back_tokens_per_s"]
-print(f"{'':16s} {'first token µs':>15s} {'gap p50 µs':>11s} {'gap p99 µs':>11s} {'tokens/s':>9s}")
+print(f"{'':16s} {'first token µs':>15s} {'gap p50 µs':>11s} {'gap p99 µs':>11s} "
+      f"{'tokens/s':>9s}")
 for name, t in arrivals.items():
     gaps = np.diff(t)
-    print(f"{name:16s} {t[0]:15.0f} {np.percentile(gaps, 50):11.1f} {np.percentile(gaps, 99):11.1f} "
-          f"{1e6 * len(t) / t[-1]:9,.0f}")
+    print(f"{name:16s} {t[0]:15.0f} {np.percentile(gaps, 50):11.1f} "
+          f"{np.percentile(gaps, 99):11.1f} {1e6 * len(t) / t[-1]:9,.0f}")
 print(f"streaming: {len(st.tokens)} tokens equal numpy's, stopped at EOS; {k} per launch ran "
       f"{kr.wasted} step(s) past EOS")
 with plot.style():

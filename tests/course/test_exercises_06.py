@@ -142,3 +142,17 @@ def test_check_rejects_any_other_kind_of_wait_after_every_kernel(wait):
         with pytest.raises(AssertionError, match=r"^your function still waits for the GPU over and "
                                                  r"over: 20 synchronizations for 20 kernels"):
             nb06.check_fewer_syncs(_each(wait), s)
+
+
+def test_check_rejects_a_loop_that_never_waits():
+    # every wait dropped: fast, and the result right once the check synchronizes, yet the
+    # function returns before its kernels have run, where the original returned with x done
+    def no_wait(x, stream):
+        for _ in range(nb06.N_KERNELS):
+            add_one[4, 256, stream](x)
+
+    with labkit.Stream() as s:
+        with pytest.raises(AssertionError,
+                           match=r"^your function never waits for the GPU: it returns while the "
+                                 r"kernels may still be running"):
+            nb06.check_fewer_syncs(no_wait, s)

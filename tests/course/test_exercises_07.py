@@ -146,3 +146,32 @@ def test_a_loop_that_restarts_the_generation_each_replay_is_rejected(stream):
     with pytest.raises(AssertionError, match=r"^for k = 1 the tokens differ from numpy's from "
                                              r"token \d+ on"):
         nb07.check_capstone(build, decode, stream)
+
+
+def test_a_loop_that_launches_every_replay_then_waits_once_is_rejected(stream):
+    # the replays overlap, and each returned "latency" is the total over the launches: on the
+    # simulator its median is one replay's time, so only the spacing of the launches tells
+    def decode(ex, launches, s):
+        t0 = labkit.host_us()
+        for _ in range(launches):
+            ex.launch(s)
+        s.synchronize()
+        return [(labkit.host_us() - t0) / launches] * launches
+    with pytest.raises(AssertionError, match=r"launched each replay about [\d.]+ µs after the one "
+                                             r"before, but a replay takes about \d+ µs[\s\S]*What "
+                                             r"must happen between one replay's launch"):
+        nb07.check_capstone(_steps, decode, stream)
+
+
+def test_a_loop_whose_clock_starts_once_before_every_replay_is_rejected(stream):
+    # each latency counts the replays before it: 1, 2, 3 replays' time
+    def decode(ex, launches, s):
+        t0, lat = labkit.host_us(), []
+        for _ in range(launches):
+            ex.launch(s)
+            s.synchronize()
+            lat.append(labkit.host_us() - t0)
+        return lat
+    with pytest.raises(AssertionError, match=r"your latencies grow with every replay \([\d, ]+ µs\)"
+                                             r"[\s\S]*where does each one's clock start\?"):
+        nb07.check_capstone(_steps, decode, stream)

@@ -38,7 +38,7 @@ def check_fewer_syncs(fn, stream, repeat: int = 15) -> dict:
 
     1. the result must equal the original's (every element +N_KERNELS);
     2. one call may wait for the GPU at most ``MAX_SYNCS`` times in all (the wait the caller
-       needs, and a spare). A wait is a synchronization through labkit (``Stream.synchronize``,
+       needs, and a spare), and at least once: like the original, it returns with ``x`` done. A wait is a synchronization through labkit (``Stream.synchronize``,
        ``Event.synchronize``, ``labkit.synchronize``) or through the raw runtime
        (``rt.cudaStreamSynchronize``, ``rt.cudaDeviceSynchronize``, ``rt.cudaEventSynchronize``),
        numba's ``cuda.synchronize``, or a copy to the host (``copy_to_host``, which returns once
@@ -68,6 +68,12 @@ def check_fewer_syncs(fn, stream, repeat: int = 15) -> dict:
     syncs, copies = waits["sync"], waits["copy"]
     if syncs + copies > MAX_SYNCS:
         raise AssertionError(_too_many_waits(syncs, copies))
+    if syncs + copies == 0:
+        raise AssertionError(
+            "your function never waits for the GPU: it returns while the kernels may still be "
+            "running, where the original returned with x done. A caller that reads x right after "
+            "it (from the host, or from a stream that does not follow yours) could see old "
+            "values. How many waits does the caller of your function need, and where?")
     xs, xf = to_device(start), to_device(start)
     # three rounds in alternating order, so the host's drift cannot favour either side
     runs = {"slow": (lambda: slow_update(xs, stream)), "fast": (lambda: fn(xf, stream))}

@@ -23,10 +23,11 @@ class _CountingExec:
     token); everything else is the executable's own."""
 
     def __init__(self, ex):
-        self._ex, self.launches = ex, 0
+        self._ex, self.launches, self.at_us = ex, 0, []
 
     def launch(self, *args, **kwargs):
         self.launches += 1
+        self.at_us.append(host_us())
         return self._ex.launch(*args, **kwargs)
 
     def __getattr__(self, name):
@@ -37,8 +38,8 @@ def check_capstone(build, decode, stream, ks=KS, launches: int = 3, seed: int = 
     """Check the capstone's two functions, for every ``k`` in ``ks``:
 
     * ``build(model, stream, k)`` returns an executable graph of ``k`` decode steps;
-    * ``decode(exec_, launches, stream)`` replays it ``launches`` times, one after another, and
-      returns each replay's latency (µs, from before the launch until its tokens are ready).
+    * ``decode(exec_, launches, stream)`` replays it ``launches`` times, one after another (each
+      waited for before the next is launched), and returns each replay's latency (µs, from before the launch until its tokens are ready).
 
     For each ``k`` a fresh model is made and a prompt prefilled eagerly
     (`labkit.course.decoder.prefill`); the ``k * launches`` tokens the learner's loop makes
@@ -88,7 +89,19 @@ def check_capstone(build, decode, stream, ks=KS, launches: int = 3, seed: int = 
             raise AssertionError(
                 f"for k = {k} your replays' median latency is {np.median(lat):.1f} µs, but a "
                 f"replay takes about {full:.0f} µs until its tokens are ready: what does your "
-                "timer measure, the launch call alone?")
+                "timer measure, the launch call alone? (and in µs?)")
+        gaps = np.diff(counted.at_us)
+        if len(gaps) and np.median(gaps) < 0.5 * full:
+            raise AssertionError(
+                f"for k = {k} your loop launched each replay about {np.median(gaps):.1f} µs after "
+                f"the one before, but a replay takes about {full:.0f} µs until its tokens are "
+                "ready: the replays overlapped, so no latency you return is one replay's. What "
+                "must happen between one replay's launch and the next one's?")
+        if len(lat) > 2 and np.all(np.diff(lat) > 0) and lat[-1] > 2.5 * lat[0]:
+            raise AssertionError(
+                f"for k = {k} your latencies grow with every replay "
+                f"({', '.join(f'{v:.0f}' for v in lat)} µs), as if each counted the replays before it: where does each one's clock "
+                "start?")
         out[k] = (f"{n} tokens equal numpy's; {1e6 * n / lat.sum():,.0f} tokens/s, "
                   f"{np.median(lat) / k:.1f} µs per token")
         ex.close()
