@@ -30,16 +30,16 @@ QUANTILES = [0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999]
 SLOW_ABOVE = 1.25          # a round or block this much over the fastest: a slow stretch
 SPIKE_ABOVE = 2.0          # a call this much over its block's median: held up, not jitter
 SPIKE_QUANTILES = [0.0, 0.5, 0.9, 0.99, 1.0]
-
-
-def ratios_split(ratios, per_block: int):
-    """``ratios`` (all blocks' calls, in order) cut back into blocks."""
-    return np.asarray(ratios).reshape(-1, per_block)
 # the chain benchmark's figures that the host paces (graph_us_per_kernel is the GPU's, and
 # first_launch_us mostly the upload's)
 HOST_PACED = ["eager_us_per_kernel", "prepared_us_per_kernel", "graph_launch_us", "capture_us",
               "instantiate_us", "exec_update_us", "node_update_us", "raw_node_update_us",
               "explicit_build_us"]
+
+
+def ratios_split(ratios, per_block: int):
+    """``ratios`` (all blocks' calls, in order) cut back into blocks."""
+    return np.asarray(ratios).reshape(-1, per_block)
 
 
 def call_trace(stream, blocks: int | None = None, per_block: int = 50) -> dict:
