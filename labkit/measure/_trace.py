@@ -15,7 +15,8 @@ CUPTI adds, and how each part is kept out of the picture or shown for what it is
   absorbs both before the picture starts, and its records are dropped by name;
 - with kernel records on, CUPTI instruments every launch, and a graph launch per kernel node:
   the probe's launches are timed untraced and traced in the same process, just before the
-  block, and `GraphAdded` turns the difference into each launch's share, drawn hatched;
+  block, and `GraphAdded` turns the difference into each launch's share, drawn hatched (an
+  eager launch's only where it stands above the host's noise, as the note says);
 - each trace charges first launches anew (a graph executable's first traced launch, the first
   launch of each kernel): the probe times fresh executables and kernels of its own, so a first
   launch in the block carries that share too;
@@ -120,8 +121,9 @@ class GraphAdded(NamedTuple):
     A graph launch: ``fixed_us + per_node_us * nodes``, and on an executable's first launch in
     the trace ``first_fixed_us + first_per_node_us * nodes`` more. Any launch whose kernel
     (by name) the trace has not launched before: ``function_us`` more, once per kernel, eager,
-    prepared or inside a graph. The solid part left is never drawn below ``floor_eager_us``
-    (an eager launch) or ``floor_graph_us + floor_per_node_us * nodes`` (a graph launch): the
+    prepared or inside a graph. Every eager launch: ``eager_us`` (0 where the probe's traced
+    and untraced eager launches differ by no more than the host's noise). The solid part left
+    is never drawn below ``floor_eager_us`` (an eager launch) or ``floor_graph_us + floor_per_node_us * nodes`` (a graph launch): the
     probe's own untraced costs, measured in the same process.
     """
 
@@ -133,6 +135,7 @@ class GraphAdded(NamedTuple):
     floor_eager_us: float = 0.0
     floor_graph_us: float = 0.0
     floor_per_node_us: float = 0.0
+    eager_us: float = 0.0
 
     def of(self, nodes: int, first: bool = False, new_functions: int = 0) -> float:
         """The share of a graph launch of ``nodes`` kernel nodes (see the class)."""
@@ -155,8 +158,11 @@ def _with_added(cpu: list[Span], added: GraphAdded) -> list[Span]:
             how, fn = span.name.split(" ", 1)
             if fn not in seen_fn:
                 seen_fn.add(fn)
-                floor = added.floor_eager_us if how == "launch" else 0.0   # prepared: no floor
-                share = min(added.function_us, span.duration_us - floor)
+                share = added.function_us
+            if how == "launch":
+                share += added.eager_us
+            floor = added.floor_eager_us if how == "launch" else 0.0   # prepared: no floor
+            share = min(share, span.duration_us - floor)
         elif span.kind == "graph" and span.target is not None:
             nodes = kernel_node_count(span.target)
             if nodes:
@@ -341,22 +347,29 @@ def graph_added(untraced: ProbeCosts, traced: ProbeCosts, nodes: int,
     fixed, per_node = _fit(traced.graph1 - untraced.graph1, traced.graph - untraced.graph, nodes)
     floor_fixed, floor_per_node = _fit(untraced.graph1, untraced.graph, nodes)
     floors = dict(floor_eager_us=untraced.eager, floor_graph_us=floor_fixed,
-                  floor_per_node_us=floor_per_node)
+                  floor_per_node_us=floor_per_node,
+                  eager_us=_eager_added(untraced.eager, traced.eager))
     if first is None:
         return GraphAdded(fixed, per_node, **floors)
     f_fixed, f_per_node = _fit(first.graph1 - traced.graph1, first.graph - traced.graph, nodes)
     return GraphAdded(fixed, per_node, f_fixed, f_per_node, first.function_us, **floors)
 
 
+def _eager_added(untraced: float, traced: float) -> float:
+    """What tracing adds to an eager launch: 0 below ~2 µs or a tenth of the launch, where the
+    difference is the host's noise, not CUPTI's."""
+    return traced - untraced if traced - untraced >= max(2.0, 0.1 * untraced) else 0.0
+
+
 def _eager_note(untraced: float, traced: float) -> str:
-    # below ~2 µs or a tenth of the launch, the difference is the host's noise, not CUPTI's
+    # the same rule as _eager_added: below it, the difference is the host's noise
     if abs(traced - untraced) < max(2.0, 0.1 * untraced):
         return f"tracing adds: nothing measurable to an eager launch (≈{untraced:.0f} µs either way)"
     if traced < untraced:
         return (f"tracing adds: nothing to an eager launch, which came out faster traced "
                 f"({untraced:.0f} → {traced:.0f} µs, the host's own noise)")
     return (f"tracing adds: ≈{traced - untraced:.0f} µs to an eager launch "
-            f"({untraced:.0f} → {traced:.0f} µs)")
+            f"({untraced:.0f} → {traced:.0f} µs, hatched)")
 
 
 def added_note(untraced: ProbeCosts, traced: ProbeCosts, nodes: int,

@@ -179,7 +179,7 @@ def test_the_note_says_what_tracing_adds_per_eager_launch_and_per_graph_launch()
     note, added = _trace.added_note(untraced, traced, nodes=20)
     assert added.per_node_us == pytest.approx(0.7)
     assert added.fixed_us == pytest.approx(2.0)
-    assert "≈11 µs to an eager launch (20 → 31 µs)" in note
+    assert "≈11 µs to an eager launch (20 → 31 µs, hatched)" in note
     assert "≈2 µs + 0.70 µs per kernel node" in note
 
 
@@ -216,6 +216,22 @@ def test_a_kernels_first_launch_in_the_block_carries_the_function_share_eager_or
     assert [s.added_us for s in tl.row_spans(CPU_ROW)] == pytest.approx([30.0, 0.0, 30.0, 7.0])
 
 
+def test_every_eager_launch_carries_the_tracers_measured_share_and_noise_carries_none():
+    untraced = _trace.ProbeCosts(eager=20.0, graph=3.0, graph1=2.0)
+    _, added = _trace.added_note(untraced, untraced._replace(eager=31.0), nodes=20)
+    _, noise = _trace.added_note(untraced, untraced._replace(eager=21.0), nodes=20)
+    assert (added.eager_us, noise.eager_us) == pytest.approx((11.0, 0.0))
+    host = [_host("launch add_one", "launch", 0, 60_000, None),
+            _host("launch add_one", "launch", 100_000, 131_000, None),
+            _host("launch add_one", "launch", 200_000, 225_000, None),
+            _host("prepared add_one", "launch", 300_000, 310_000, None)]
+    tl = _trace.gpu_timeline(host, [], begin_ns=0, offset_ns=0, t0_cupti_ns=0, note="",
+                             graph_added=added._replace(function_us=25.0))
+    # the first launch: the kernel's first-launch share and the eager share; the next ones the
+    # eager share, never leaving less than the untraced 20 µs solid; a prepared launch none
+    assert [s.added_us for s in tl.row_spans(CPU_ROW)] == pytest.approx([36.0, 11.0, 5.0, 0.0])
+
+
 def test_the_solid_part_never_drops_below_the_probes_untraced_cost():
     ex = _FakeExec(["kernel"] * 20)
     host = [_host("launch add_one", "launch", 0, 35_000, None),
@@ -232,7 +248,7 @@ def test_the_solid_part_never_drops_below_the_probes_untraced_cost():
 @pytest.mark.parametrize("untraced, traced, says", [
     (42.0, 39.0, "nothing measurable to an eager launch (≈42 µs either way)"),
     (69.0, 32.0, "came out faster traced (69 → 32 µs, the host's own noise)"),
-    (20.0, 31.0, "tracing adds: ≈11 µs to an eager launch (20 → 31 µs)"),
+    (20.0, 31.0, "tracing adds: ≈11 µs to an eager launch (20 → 31 µs, hatched)"),
 ])
 def test_the_note_does_not_report_the_hosts_noise_as_a_tracer_cost(untraced, traced, says):
     note, _ = _trace.added_note(_trace.ProbeCosts(untraced, 3.0, 2.0),
