@@ -3,8 +3,8 @@
 The Trace Event Format's JSON object form: ``{"traceEvents": [...], "displayTimeUnit": "ns",
 "otherData": {...}}``. Each span becomes one complete event (``"ph": "X"``) with ``ts`` and
 ``dur`` in microseconds (the format's unit; the timeline's start is ``ts`` 0; rounded to the
-nanosecond), ``name``, ``cat``
-(the span's kind) and ``args`` (correlation id, graph id, the tracer's added time). The host
+nanosecond), ``name``, ``cat`` (the span's kind) and ``args`` (correlation id, graph id, the
+tracer's added time, which ``dur`` includes, as the timeline's span does). The host
 rows are threads of one process ("host"), the GPU rows threads of another ("GPU"); metadata
 events (``"ph": "M"``: ``process_name``, ``thread_name``, ``thread_sort_index``) name them and
 keep the timeline's order.
