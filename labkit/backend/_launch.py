@@ -16,7 +16,10 @@ from typing import Callable
 from .. import _capstack, _hostspans
 from .._handles import stream_handle
 
-__all__ = ["eager_launch"]
+__all__ = ["HOST_ARRAY", "eager_launch"]
+
+# what a launch error adds when an argument is a numpy array, on both backends
+HOST_ARRAY = " on a host array (numba would allocate a temporary device buffer for it)"
 
 
 def eager_launch(k, owner, submit: Callable[..., None], grid=None, block=None) -> Callable[..., None]:

@@ -27,7 +27,7 @@ rt = cuda_runtime()
 from numba import cuda as _numba
 
 from .._errors import CudaError
-from ._launch import eager_launch
+from ._launch import HOST_ARRAY, eager_launch
 from ._numba_kernel import compiled_parts
 
 # the names of labkit.backend._interface.Backend
@@ -118,9 +118,6 @@ def _code_of(exc) -> int | None:
         except AttributeError:
             return None
     return None
-
-
-HOST_ARRAY = " on a host array (numba would allocate a temporary device buffer for it)"
 
 
 def _launch_error(name, exc, args=()):

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import _calibration
 from .._errors import CudaError
-from ._launch import eager_launch
+from ._launch import HOST_ARRAY, eager_launch
 from ..sim import _hooks
 from ..sim import rt
 from ..sim._conditional import set_value
@@ -248,8 +248,7 @@ def launcher(k, grid, block, stream, owner=None):
         capturing = _hooks.capturing(stream)
         if host:
             if capturing:   # numba would allocate a temporary device buffer: not in a capture
-                raise CudaError(_hooks.refuse_in_capture(stream), f"launching {name} on a host "
-                                "array (numba would allocate a temporary device buffer for it)")
+                raise CudaError(_hooks.refuse_in_capture(stream), f"launching {name}{HOST_ARRAY}")
             _hooks.host_work(sum(2 * (P("memcpy_latency_us") + a.nbytes / (P("memcpy_GBps") * 1e3))
                                  for a in host))
         # numba types and marshals each argument in Python, capturing or not: every array past the

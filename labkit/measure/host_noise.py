@@ -174,7 +174,7 @@ def measure(stream, x, steady_kernel, per_round: dict, blocks: int | None = None
     trace = call_trace(stream, blocks, per_block)
     warm = warmup(stream, x, steady_kernel)
     rounds = len(next(iter(per_round.values()), []))
-    return {"source": (f"measured by labkit calibrate: call_ratio and stretch_us from {trace['about']}; "
+    return {"source": (f"measured by labkit calibrate: call_ratio, spikes, stretch_us and drift_us from {trace['about']}; "
                        f"speed_ratios from the chain benchmark's {rounds} rounds, "
                        f"{len(HOST_PACED)} host-paced figures; warmup_us: new kernels, streams and "
                        "events against steady ones"),

@@ -21,6 +21,7 @@ NT = rt.cudaGraphNodeType
 OK = (E.cudaSuccess,)
 H2D = rt.cudaMemcpyKind.cudaMemcpyHostToDevice
 ONE, TWO = 0x3F800000, 0x40000000          # 1.0f and 2.0f as a 4-byte memset value
+BIG = 32 * 1024 * 1024                     # float32: 128 MiB, one memset of tens of µs
 
 
 def ok(result):
@@ -58,25 +59,32 @@ def run(res, ge):
 
 def test_event_record_and_wait_nodes_time_and_order_work_across_graphs(res):
     x = labkit.to_device(np.zeros(N, np.float32))
-    done, start = res.event(), res.event()
+    big = labkit.to_device(np.zeros(BIG, np.float32))    # keeps graph a busy for tens of µs
+    done, start, after = res.event(), res.event(), res.event()
     a = new_graph(res)
-    k = ok(rt.cudaGraphAddMemsetNode(a, None, 0, memset_params(ptr(x), ONE)))
+    slow = ok(rt.cudaGraphAddMemsetNode(a, None, 0, memset_params(ptr(big), TWO, BIG)))
+    k = ok(rt.cudaGraphAddMemsetNode(a, [slow], 1, memset_params(ptr(x), ONE)))
     ok(rt.cudaGraphAddEventRecordNode(a, [k], 1, done))
     b = new_graph(res)
     w = ok(rt.cudaGraphAddEventWaitNode(b, None, 0, done))
     out = np.zeros(N, np.float32)
     ok(rt.cudaGraphAddMemcpyNode1D(b, [w], 1, out, ptr(x), x.nbytes,
                                    rt.cudaMemcpyKind.cudaMemcpyDeviceToHost))
-    assert [rt.cudaGraphNodeGetType(n)[1] for n in ok(rt.cudaGraphGetNodes(a, 2))[0]] == [
-        NT.cudaGraphNodeTypeMemset, NT.cudaGraphNodeTypeEventRecord]
+    ok(rt.cudaGraphAddEventRecordNode(b, [w], 1, after))
+    assert [rt.cudaGraphNodeGetType(n)[1] for n in ok(rt.cudaGraphGetNodes(a, 3))[0]] == [
+        NT.cudaGraphNodeTypeMemset, NT.cudaGraphNodeTypeMemset, NT.cudaGraphNodeTypeEventRecord]
     ga = res.exec(ok(rt.cudaGraphInstantiate(a, 0)))
     gb = res.exec(ok(rt.cudaGraphInstantiate(b, 0)))
     s1, s2 = res.stream(), res.stream()
+    for ge, s in ((ga, s1), (gb, s2)):     # uploaded and the streams used: the next launches are quick
+        assert rt.cudaGraphLaunch(ge, s) == OK and rt.cudaStreamSynchronize(s) == OK
+    out[:] = 0
     assert rt.cudaEventRecord(start, s1) == OK
     assert rt.cudaGraphLaunch(ga, s1) == OK and rt.cudaGraphLaunch(gb, s2) == OK
     assert rt.cudaDeviceSynchronize() == OK
     assert rt.cudaEventQuery(done) == OK
-    assert ok(rt.cudaEventElapsedTime(start, done)) >= 0.0
+    assert ok(rt.cudaEventElapsedTime(start, done)) > 0.0
+    assert ok(rt.cudaEventElapsedTime(done, after)) >= 0.0   # b's work waited for a's record
     np.testing.assert_array_equal(out, np.ones(N, np.float32))
 
 
