@@ -407,8 +407,8 @@ def test_exec_update_of_a_same_shape_graph_with_a_conditional_node_succeeds(res)
 
 
 def test_an_updated_while_graph_runs_the_new_graphs_body_and_condition(res):
-    """NOT PROBED before issue 19's last H200 run (which ran it, with a time limit, as the loop
-    would never end if the executable kept the old handle): after the update the executable
+    """Seen on an H200 (run with a time limit, as the loop would never end if the executable
+    kept the old handle): after the update the executable
     counts the new graph's array to the new graph's limit, and leaves the old array alone.
     CUDA's documentation: a conditional node's body nodes update as top-level nodes do."""
     s = res.stream()
@@ -422,7 +422,7 @@ def test_an_updated_while_graph_runs_the_new_graphs_body_and_condition(res):
 
 
 def test_exec_update_by_a_graph_whose_while_body_differs_fails(res):
-    """NOT PROBED before issue 19's last H200 run: a body with one kernel more is another
+    """From CUDA's documentation, not yet confirmed on a GPU: a body with one kernel more is another
     topology, so the update fails (CUDA's documented rule: each body topologically identical)
     and the executable is unchanged."""
     s = res.stream()
