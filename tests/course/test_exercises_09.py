@@ -10,21 +10,25 @@ from labkit.course.exercises import nb09
 from tests.notebook_sources import code, run_cell
 
 
-def _notebooks(role, stream):
+def _namespace():
+    """The names the notebook's earlier cells made."""
+    return {"labkit": labkit, "dec": dec, "ex09": nb09, "np": np, "check": check, "rt": rt}
+
+
+def _notebooks(role):
     """The notebook's ``decode`` from its starter or solution cell."""
-    ns = {"labkit": labkit, "dec": dec, "ex09": nb09, "np": np, "check": check, "rt": rt}
-    return run_cell("09", role, ns)
+    return run_cell("09", role, _namespace())
 
 
 def test_check_accepts_the_notebooks_solution():
-    ns = _notebooks("solution", None)
+    ns = _notebooks("solution")
     tokens = nb09.check_decode(ns["decode"], ns["stream"])
     m = nb09.new_model()
     np.testing.assert_array_equal(tokens, dec.reference_generate(m, nb09.PROMPT, nb09.N_TOKENS))
 
 
 def test_check_rejects_the_notebooks_starter_at_its_sync_in_the_capture():
-    ns = _notebooks("starter", None)
+    ns = _notebooks("starter")
     with pytest.raises(AssertionError, match=r"^the capture failed with "
                                              r"cudaErrorStreamCaptureUnsupported \(900\)"):
         run_cell("09", "check", ns)
@@ -78,7 +82,7 @@ def test_check_rejects_a_decode_that_fixes_the_freed_buffer_by_never_freeing_it(
     free_line = '    check(rt.cudaFree(scratch), "cudaFree")'
     solution = code("09", "solution")
     assert free_line in solution
-    ns = {"labkit": labkit, "dec": dec, "ex09": nb09, "np": np, "check": check, "rt": rt}
+    ns = _namespace()
     exec(solution.replace(free_line, "    pass"), ns)
     with pytest.raises(AssertionError, match=r"^decode returned with the buffer behind "
                                              r"m.state\['logits'\] still allocated: memory you "

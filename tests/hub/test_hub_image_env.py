@@ -74,7 +74,9 @@ def test_the_images_extras_are_pyprojects_hub_and_cuda_extras():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert _args()["COURSE_EXTRA"] == "hub" and "hub" in extras
     text = DOCKERFILE.read_text()
-    for gpu in re.findall(r"COURSE_EXTRA=hub,(cu\d+)", text):
+    gpus = re.findall(r"COURSE_EXTRA=hub,(cu\d+)", text)
+    assert gpus, "hub/Dockerfile should say how to build the GPU image (COURSE_EXTRA=hub,cuNN)"
+    for gpu in gpus:
         assert gpu in extras, f"the Dockerfile's GPU build names an extra {gpu} pyproject lacks"
     assert "${COURSE_EXTRA}" in _pip_line()
 

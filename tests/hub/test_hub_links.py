@@ -23,6 +23,7 @@ def test_links_prints_one_link_per_notebook_opening_it_at_the_given_branch():
                  "https://github.com/owner/cuda-graphs-lab", "--branch", "workshop")
     assert run.returncode == 0, run.stderr
     notebooks = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert notebooks, f"no learner notebooks under {ROOT / 'notebooks'}"
     lines = run.stdout.splitlines()
     assert [ln.split(":", 1)[0] for ln in lines] == notebooks
     for name, line in zip(notebooks, lines):

@@ -52,14 +52,27 @@ def server(tmp_path_factory):
                             timeout=2).ok:
                 break
         except requests.ConnectionError:
-            time.sleep(0.5)
+            pass
+        time.sleep(0.5)
     else:
         proc.kill()
+        proc.wait(10)
         pytest.fail("the Jupyter server did not answer within a minute")
     info = {"url": url, "token": token, "home": home, "proc": proc, "seen": seen}
     yield info
     proc.send_signal(signal.SIGTERM)
-    proc.wait(60)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+    # A kernel a failed test left running is ended here, not left to outlive the test run
+    # (whether any was left is the last test's question).
+    for p in seen.values():
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
 
 
 def _watching(server, fn):
