@@ -247,7 +247,8 @@ for ax, p in zip(axes, priced):
     ax.set_title(p.label, fontsize=10)
     ax.set_xlabel("launch path")
 axes[0].set_ylabel("graph / eager, tokens per second")
-axes[1].axhspan(1.06, 1.2, color="0.85", zorder=0, label="llama.cpp, published (7B, batch 1)")
+axes[1].axhspan(*whatif.published_gain(), color="0.85", zorder=0,
+                label="llama.cpp, published (7B, batch 1)")
 axes[1].legend(fontsize=8, loc="upper right")
 fig.suptitle("07-5 The graph's gain by size and launch path: a model on the package's "
              "calibration, not a measurement (each panel its own scale)", fontsize=10)
@@ -265,10 +266,10 @@ reference.note("07")
 #   pays its small gap between nodes); a slower one still sets the pace, and the graph saves the
 #   difference. numba's dispatch is far slower; PyTorch's is close to the GPU's time, so its
 #   modelled gain is small whichever side it falls on.
-# - **What the model leaves out** is where llama.cpp's published 1.06–1.2× come from: the gap
-#   the GPU leaves between eagerly launched kernels, and the host's own work per token. At real
-#   size a graph is a few per cent, not a multiple; the multiple is a small model's, or a slow
-#   launch path's.
+# - **What the model leaves out** is where llama.cpp's published gain (the shaded band) comes
+#   from: the gap the GPU leaves between eagerly launched kernels, and the host's own work per
+#   token. At real size a graph is a few per cent, not a multiple; the multiple is a small
+#   model's, or a slow launch path's.
 #
 # ## Summary
 #

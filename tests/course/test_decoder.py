@@ -154,3 +154,11 @@ def test_a_7b_class_step_reads_its_weights_once_in_bf16():
     assert p.kernels == 15 * c.n_layers + 5
     # a graph cannot beat the GPU's own time, and numba's launches outlast it
     assert p.host_us["numba"] > p.gpu_us and p.speedup["numba"] > 1
+
+
+def test_the_published_llama_cpp_band_is_read_from_notebook_07s_reference_row():
+    from labkit.course import reference
+    from labkit.course.decoder import whatif
+    lo, hi = whatif.published_gain()
+    assert 1.0 < lo < hi
+    assert reference.figure("07", whatif.LLAMA_CPP_GAIN) == f"{lo:g}–{hi:g}×"

@@ -175,3 +175,17 @@ def test_a_loop_whose_clock_starts_once_before_every_replay_is_rejected(stream):
     with pytest.raises(AssertionError, match=r"your latencies grow with every replay \([\d, ]+ µs\)"
                                              r"[\s\S]*where does each one's clock start\?"):
         nb07.check_capstone(_steps, decode, stream)
+
+
+def test_a_loop_that_returns_latencies_in_nanoseconds_is_rejected(stream):
+    def decode(ex, launches, s):
+        lat = []
+        for _ in range(launches):
+            t0 = labkit.host_us()
+            ex.launch(s)
+            s.synchronize()
+            lat.append((labkit.host_us() - t0) * 1000)     # as time.perf_counter_ns() counts
+        return lat
+    with pytest.raises(AssertionError, match=r"median latency is [\d,]+, but a replay takes about "
+                                             r"\d+ µs[\s\S]*In what unit does your clock count\?"):
+        nb07.check_capstone(_steps, decode, stream)

@@ -88,3 +88,23 @@ def test_check_rejects_a_decode_that_fixes_the_freed_buffer_by_never_freeing_it(
                                              r"m.state\['logits'\] still allocated: memory you "
                                              r"cudaMalloc is yours to free"):
         nb09.check_decode(ns["decode"], ns["stream"])
+
+
+def test_check_rejects_a_decode_that_runs_the_step_without_its_graph():
+    def decode(m, prompt, n, s):             # right tokens, no graph: the bugs sidestepped
+        return dec.generate_eager(m, prompt, n, s).tokens
+    with labkit.Stream() as s:
+        with pytest.raises(AssertionError, match=r"^the tokens are right, but decode launched a "
+                                                 r"graph 0 times for 8 tokens[\s\S]*Keep the "
+                                                 r"capture, and replay it once per token$"):
+            nb09.check_decode(decode, s)
+
+
+def test_check_rejects_the_fixed_decode_run_under_the_eager_switch():
+    def decode(m, prompt, n, s):
+        with labkit.eager():
+            return nb09.variant(False, False, False)(m, prompt, n, s)
+    with labkit.Stream() as s:
+        with pytest.raises(AssertionError, match=r"^the tokens are right, but decode launched a "
+                                                 r"graph 0 times"):
+            nb09.check_decode(decode, s)

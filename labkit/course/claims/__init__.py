@@ -1,4 +1,4 @@
-"""The words of the course's timing claims, one module per notebook (``nb01`` … ``nb08``).
+"""The words of the course's timing claims, one module per notebook (``nb01`` … ``nb10``).
 
 Each claim is a small function made with `labkit.measure.claims.claim`: it takes the learner's
 measured figures, decides whether the claim holds, and says what was measured. A notebook calls

@@ -28,7 +28,7 @@ from ..._calibration import params
 from .. import reference as _reference_data
 from .model import Config, launches
 
-__all__ = ["SEVEN_B", "Shape", "step_bytes", "price", "table"]
+__all__ = ["SEVEN_B", "Shape", "step_bytes", "price", "table", "published_gain"]
 
 # A 7B-class decoder in the capstone's shape: 32 layers of d_model 4096 (Llama-2-7B's), a
 # 32,000-token vocabulary, and d_ff 16,384 so that the capstone's two MLP matrices hold what a
@@ -105,3 +105,15 @@ def table(sizes=None) -> list[Priced]:
     sizes = sizes or [(Config(), 8, "capstone (d_model 64, float64)"),
                       (SEVEN_B, 2, "7B-class (d_model 4096, bf16)")]
     return [price(c, b, label) for c, b, label in sizes]
+
+
+#: notebook 07's reference row with llama.cpp's published gain from CUDA graphs
+LLAMA_CPP_GAIN = "llama.cpp with CUDA graphs, published gain (7B, batch 1)"
+
+
+def published_gain() -> tuple[float, float]:
+    """llama.cpp's published gain from CUDA graphs, ``(low, high)``, as notebook 07's reference
+    data gives it (one place, so a figure's band and the note cannot disagree)."""
+    text = str(_reference_data.figure("07", LLAMA_CPP_GAIN)).rstrip("×")
+    lo, hi = (float(v) for v in text.split("–"))
+    return lo, hi

@@ -90,6 +90,11 @@ def check_capstone(build, decode, stream, ks=KS, launches: int = 3, seed: int = 
                 f"for k = {k} your replays' median latency is {np.median(lat):.1f} µs, but a "
                 f"replay takes about {full:.0f} µs until its tokens are ready: what does your "
                 "timer measure, the launch call alone? (and in µs?)")
+        if np.median(lat) > 100 * full:
+            raise AssertionError(
+                f"for k = {k} your replays' median latency is {np.median(lat):,.0f}, but a "
+                f"replay takes about {full:.0f} µs until its tokens are ready: your figures are "
+                "a thousand times too large. In what unit does your clock count?")
         gaps = np.diff(counted.at_us)
         if len(gaps) and np.median(gaps) < 0.5 * full:
             raise AssertionError(

@@ -147,7 +147,13 @@ def check_decode(decode, stream) -> np.ndarray:
     it returns must be numpy's for `PROMPT`. Returns them."""
     m = new_model()
     want = dec.reference_generate(m, PROMPT, N_TOKENS)
+    launch, replays = rt.cudaGraphLaunch, [0]
+
+    def counted_launch(*args, **kwargs):
+        replays[0] += 1
+        return launch(*args, **kwargs)
     try:
+        rt.cudaGraphLaunch = counted_launch
         got = decode(m, PROMPT, N_TOKENS, stream)
     except CudaError as e:
         rt.cudaGetLastError()
@@ -162,6 +168,8 @@ def check_decode(decode, stream) -> np.ndarray:
                 "memory that is no longer there. Which buffer does the graph still use after "
                 "the code has let it go, and who keeps it alive?") from None
         raise AssertionError(f"decode raised {e.name} ({e.code}): {e.hint}") from None
+    finally:
+        rt.cudaGraphLaunch = launch
     _refuse_a_leak(m)
     got = np.asarray(got).reshape(-1)
     if got.shape != want.shape:
@@ -174,4 +182,9 @@ def check_decode(decode, stream) -> np.ndarray:
             f"{want.tolist()}). The graph ran without an error, so it computed from the wrong "
             "data: which buffers does the graph read, and are they the ones holding the "
             "prompt? (Run decode with labkit.eager() and compare.)")
+    if replays[0] < N_TOKENS:
+        raise AssertionError(
+            f"the tokens are right, but decode launched a graph {replays[0]} times for "
+            f"{N_TOKENS} tokens: it ran the step without its graph, which hides the bugs "
+            "instead of fixing them. Keep the capture, and replay it once per token")
     return got
