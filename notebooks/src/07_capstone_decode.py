@@ -171,8 +171,10 @@ plot.latency_cdf({n: timing.Stats(np.asarray(r.inter_token_us) / np.median(r.int
 # its graph holds several times the nodes, and a replay costs GPU time for every node. A graph
 # removes launch cost; it does not merge kernels.
 #
-# The capture, instantiation and upload (`setup µs`) are paid once. `plot.breakeven` gives the
-# number of tokens after which the graph has paid for itself:
+# The capture, instantiation and upload (`setup µs`) are paid once. It is timed around labkit's
+# calls, so on a GPU it also holds labkit's own share of the capture (notebook 06 measures that
+# share beside the bare cuda-python calls); the simulator charges only CUDA's costs.
+# `plot.breakeven` gives the number of tokens after which the graph has paid for itself:
 
 # %%
 be = plot.breakeven(graph.setup_us, np.median(eager.token_us), np.median(graph.token_us))
