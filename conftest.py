@@ -31,3 +31,20 @@ def steady_host():
 def steady_host_module():
     """`steady_host` for a whole module (and its module-scoped fixtures)."""
     yield from _steady()
+
+
+@pytest.fixture(autouse=True)
+def _no_sticky_fault_left():
+    """A test that leaves the simulated GPU with a sticky fault (700) fails, and the next test
+    starts clean: on a GPU the fault would end the process."""
+    yield
+    import labkit
+    if labkit.backend != "sim":
+        return
+    from labkit.sim import _engine
+    code = _engine.sticky()
+    if code is not None:
+        where = _engine._state["fault_at"]
+        _engine.clear_fault()
+        pytest.fail(f"the test left a sticky fault {code} (from {where}): a test that faults "
+                    "on purpose calls labkit.reset_after_fault()")

@@ -21,6 +21,7 @@ import importlib as _importlib
 
 from . import backend as _be
 from ._errors import CudaError, check, decoder_ring, hint_for
+from .sim._races import RaceWarning
 from ._handles import stream_handle
 from ._kernel import kernel, Kernel, to_device, device_array, pinned_array
 from ._mapped import MappedArray, mapped_array
@@ -61,6 +62,9 @@ backend_error = _be.error
 rt = _be.rt
 host_us = _be.host_us
 cpu_us = _be.cpu_us
+races = _be.races
+clear_races = _be.clear_races
+reset_after_fault = _be.reset_after_fault
 
 __all__ = [
     "backend", "backend_error", "backend_reason", "rt", "check", "CudaError", "hint_for",
@@ -73,6 +77,7 @@ __all__ = [
     "Condition", "Body", "ConditionalGraph", "conditional_graph", "conditional_in_capture",
     "set_condition", "graphed", "Graphed", "eager", "graphs_are_eager", "captured",
     "Captured", "EagerGraph", "EagerExec", "compare_outputs", "Comparison", "decoder_ring",
+    "races", "clear_races", "RaceWarning", "reset_after_fault",
 ]
 
 # Public names for what lives in labkit.measure (above this core), imported when first asked for.

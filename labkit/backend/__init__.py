@@ -66,6 +66,9 @@ make_set_condition = _impl.make_set_condition
 kernel_node_name = _impl.kernel_node_name
 stream_trace_id = _impl.stream_trace_id
 frees_held = _impl.frees_held
+races = _impl.races
+clear_races = _impl.clear_races
+reset_after_fault = _impl.reset_after_fault
 
 
 def course_size(*, cuda, sim):

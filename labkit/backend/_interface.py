@@ -99,6 +99,16 @@ class Backend(Protocol):
     def frees_held(self) -> AbstractContextManager:
         """A context in which device-memory frees wait (a capture must not see one)."""
 
+    def races(self) -> list:
+        """The data races seen between unordered GPU operations (the simulator's; always
+        empty on a GPU, where no tool reports them)."""
+
+    def clear_races(self) -> None:
+        """Forget the races seen so far."""
+
+    def reset_after_fault(self) -> None:
+        """After a sticky fault: the simulator forgets it; a GPU refuses (restart the process)."""
+
     def make_set_condition(self, cu_path: str) -> Callable:
         """``set_condition(handle, value)``, callable from a kernel: CUDA's
         ``cudaGraphSetConditional``."""

@@ -35,7 +35,7 @@ __all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "mapped_
            "watch_launch", "counter_arrivals", "launcher",
            "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace",
            "stream_trace_id", "kernel_node_name", "provenance", "frees_held",
-           "make_set_condition"]
+           "make_set_condition", "races", "clear_races", "reset_after_fault"]
 
 IS_GPU = True
 _numba_streams: dict[int, object] = {}
@@ -268,6 +268,23 @@ def frees_held():
 
 
 _held_ctx = None     # numba's Context whose frees the last capture held (see frees_held)
+
+
+def races() -> list:
+    """No tool reports races between streams or between a graph's branches on a GPU
+    (compute-sanitizer's racecheck covers shared memory inside one kernel): always empty here.
+    The simulator names them (``LABKIT_BACKEND=sim``)."""
+    return []
+
+
+def clear_races() -> None:
+    pass
+
+
+def reset_after_fault() -> None:
+    raise RuntimeError("a GPU has no way back from a sticky error such as 700 "
+                       "(cudaErrorIllegalAddress): the process's CUDA context is lost. Restart "
+                       "the process (in Jupyter: Kernel > Restart) and run the notebook again")
 
 
 def host_us() -> float:

@@ -30,7 +30,7 @@ __all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "mapped_
            "watch_launch", "counter_arrivals", "launcher",
            "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace",
            "stream_trace_id", "kernel_node_name", "provenance", "frees_held",
-           "make_set_condition"]
+           "make_set_condition", "races", "clear_races", "reset_after_fault"]
 
 IS_GPU = False
 P = _hooks.P
@@ -172,32 +172,39 @@ def watch_launch():
 def counter_arrivals(host, count_index: int, done_index: int, watched, timeout_s: float = 60.0):
     """Each advance of a counter in mapped memory, as the host sees it: ``(count, host µs)``.
 
-    On the simulator the kernels ran when the graph was launched; what the host may see, and
-    when, comes from the watched launch's WHILE node: its iterations on the simulated GPU's
-    clock (the node's span, less its own cost, in equal parts), one advance of the counter at
-    the end of each. The host spins (CPU time) until the next one, then reads it. A counter
-    that does not advance once per iteration is refused.
+    The same loop as on a GPU: the host reads the counter, and when it has not moved, spins
+    until the simulated GPU's next piece of work takes effect (`labkit.sim._hooks.spin`: the
+    host's clock moves to it, as a spinning thread's does), until ``host[done_index]`` is
+    non-zero and the counter has not moved since. ``watched`` and ``timeout_s`` are the GPU's
+    business: a simulated loop ends when no work is left to change memory.
     """
-    loops = [s for s in watched if s.name.startswith("WHILE")]
-    if len(loops) != 1:
-        raise NotImplementedError(
-            "the simulator times a mapped counter from the one WHILE node of the launch it "
-            f"watched; this launch ran {len(loops)}: watch the launch of a WHILE graph")
-    span = loops[0]
-    runs = int(span.name.split("×")[1])
-    final = int(host[count_index])
-    if final != runs:
-        raise NotImplementedError(
-            f"the simulator times a mapped counter that advances once per WHILE iteration; it "
-            f"reads {final} after {runs} iterations")
-    head = P("conditional_node_us") - P("graph_node_gap_us")
-    per = (span.end_us - span.start_us - head) / max(runs, 1)
-    for i in range(runs):
-        t = span.start_us + head + (i + 1) * per
-        wait = t - _hooks.host_us()
-        if wait > 0:
-            _hooks.host_work(wait)         # spinning on the counter until it changes
-        yield i + 1, _hooks.host_us()
+    seen = 0
+    while True:
+        count = int(host[count_index])
+        if count != seen:
+            seen = count
+            yield count, _hooks.host_us()
+        elif int(host[done_index]):
+            return
+        elif not _hooks.spin():
+            raise TimeoutError(f"the counter in mapped memory stayed at {seen} and no GPU work is "
+                               "left that could move it: did the graph run, and does its kernel "
+                               "publish there?")
+
+
+def races() -> list:
+    """The data races the simulator has seen (`labkit.sim._races.Race`), in order."""
+    return _hooks.races()
+
+
+def clear_races() -> None:
+    _hooks.clear_races()
+
+
+def reset_after_fault() -> None:
+    """The simulator only: forget a sticky fault (and the work queued behind it). A GPU has no
+    such call: there the process restarts."""
+    _hooks.clear_fault()
 
 
 # ------------------------------------------------------------------ kernels in the simulator
@@ -219,7 +226,8 @@ def _function(k) -> int:
             # a simple numba kernel reads and writes its arrays at the bandwidth such
             # kernels reach (kernel_GBps), not a device-to-device copy's (device_GBps)
             return max(P("kernel_us"), 2 * nbytes / (P("kernel_GBps") * 1e3))
-        f = _functions[k] = _hooks.register_function(k.name, compute, gpu_us)
+        f = _functions[k] = _hooks.register_function(
+            k.name, compute, gpu_us, k.param_names, _hooks.kernel_access(k.py_func))
     return f
 
 
@@ -260,6 +268,8 @@ def launcher(k, grid, block, stream, owner=None):
         err = _hooks.launch(func, grid, block, tuple(_param(a) for a in args), stream, cost)
         if int(err):
             raise CudaError(err, f"launching {name}")
+        if host:            # numba copies host arrays back after the kernel: the host waits
+            _hooks.wait_for(stream)
     return eager_launch(k, owner, submit, grid, block)
 
 

@@ -193,6 +193,15 @@ def begin_launch(x):
     _running.append(values)
 
 
+def push(values):
+    """Make ``values`` (an executable's handles) the running graph's, while its work runs."""
+    _running.append(values if values is not None else {})
+
+
+def pop():
+    _running.pop()
+
+
 def end_launch(x):
     if _running:
         _running.pop()

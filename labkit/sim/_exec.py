@@ -5,6 +5,7 @@ from cuda.bindings import runtime as _cr
 
 from . import _conditional as _cond
 from . import _graphmem, _nodes
+from . import _engine
 from . import _state as S
 from . import _work
 from . import clock as _clock
@@ -104,39 +105,64 @@ def cudaGraphLaunch(graphExec, stream):
     if not x.uploaded:
         host += _upload_us(x)
         x.uploaded = True
-    _cond.begin_launch(x)                # the handles' values for this launch
-    try:
-        for i, (ntype, payload, _) in enumerate(x.nodes):
-            err = E.cudaSuccess if i in x.disabled else _work.run_node(ntype, payload)
-            if err != E.cudaSuccess:
-                return (S.fail(err),)
-    finally:
-        _cond.end_launch(x)
     _clock.api("cudaGraphLaunch", host)
-    _place(x, s, _work.ordered_start(s, _clock.host_us() + P("launch_latency_us")))
+    if _engine.sticky() is not None:       # a lost context takes no more work
+        return (S.fail(_engine.sticky()),)
+    _cond.begin_launch(x)                # AssignDefault handles take their default now
+    _cond.end_launch(x)
+    err = _place(x, s, _work.ordered_start(s, _clock.host_us() + P("launch_latency_us")))
+    if err != E.cudaSuccess:
+        _engine.fault(err)
     return S.OK
 
 
+_WORK = (NT.cudaGraphNodeTypeKernel, NT.cudaGraphNodeTypeMemcpy, NT.cudaGraphNodeTypeMemset,
+         NT.cudaGraphNodeTypeHost)     # nodes whose work is queued for their time
+
+
 def _place(x, s, earliest):
-    """Place a launch of ``x`` on ``s``'s GPU timeline: after the stream's work and after the
-    executable's own previous launch (CUDA runs launches of one executable one at a time)."""
+    """Place a launch of ``x`` on ``s``'s GPU timeline, after the stream's work and after the
+    executable's own previous launch (CUDA runs launches of one executable one at a time), and
+    queue each node's work for its time. A conditional node is computed here (its duration
+    depends on data), once everything before it has taken effect (`labkit.sim._work.record`)."""
     start = max(s.ready_us, x.ready_us, earliest)
     ends = []
     lanes = _clock.Lanes()    # independent branches run side by side, as on CUDA's inner streams
+    values = getattr(x, "cond_values", None)
+    launch = next(S.ids)
+    err = E.cudaSuccess
     for i, (ntype, payload, deps) in enumerate(x.nodes):
         t0 = max([start] + [ends[d] for d in deps]) + P("graph_node_gap_us")
         e = S.events.get(payload.get("event", -1))
         if ntype == NT.cudaGraphNodeTypeWaitEvent and e is not None and e.time_us is not None:
             t0 = max(t0, e.time_us)
-        ends.append(t0 + (0.0 if i in x.disabled else _work.node_gpu_us(ntype, payload)))
-        if ntype == NT.cudaGraphNodeTypeEventRecord and e is not None and i not in x.disabled:
+        off = i in x.disabled
+        name = payload.get("name", "")
+        row = (s.handle, launch, i)
+        if off or err != E.cudaSuccess:
+            pass
+        elif ntype in (NT.cudaGraphNodeTypeConditional, NT.cudaGraphNodeTypeGraph):
+            _engine.advance(t0)           # its inputs: everything that starts before it
+            out = []
+            if ntype == NT.cudaGraphNodeTypeConditional:
+                err = _work._record_conditional(payload, t0, out, values)
+            else:
+                err, payload["_gpu_us"] = _work.record(payload["nodes"], t0, out, values)
+            _work.place_recorded(out, row)
+        elif ntype in _graphmem.MEMORY_NODES:
+            err = _graphmem.run(ntype, payload, t0)
+        ends.append(t0 + (0.0 if off else _work.node_gpu_us(ntype, payload)))
+        if not off and err == E.cudaSuccess and ntype in _WORK:
+            _engine.schedule(_work.op(ntype, payload, row, t0, ends[-1], name, values))
+        if ntype == NT.cudaGraphNodeTypeEventRecord and e is not None and not off:
             e.time_us, e.captured = ends[-1], None
         lane = lanes.place(len(ends) - 1, deps, t0, ends[-1])
-        if ntype not in _work.NO_SPAN and i not in x.disabled:
-            name = (_cond.span_name(payload) if ntype == NT.cudaGraphNodeTypeConditional
-                    else payload.get("name", ""))
-            _clock.gpu_span(s.handle, name, t0, ends[-1], _work.kind(ntype), lane)
+        if ntype not in _work.NO_SPAN and not off:
+            label = (_cond.span_name(payload) if ntype == NT.cudaGraphNodeTypeConditional
+                     else name)
+            _clock.gpu_span(s.handle, label, t0, ends[-1], _work.kind(ntype), lane)
     s.ready_us = x.ready_us = max(ends + [start])
+    return err
 
 
 def cudaGraphExecUpdate(hGraphExec, hGraph):

@@ -23,7 +23,7 @@ from __future__ import annotations
 from cuda.bindings import driver as _drv
 from cuda.bindings import runtime as _cr
 
-from . import _heap
+from . import _engine, _heap
 from . import _state as S
 
 E, NT = S.E, S.NT
@@ -57,26 +57,34 @@ def has_memory_nodes(g) -> bool:
     return any(n.type in MEMORY_NODES for n in g.nodes)
 
 
+_live: set = set()     # allocations made and not yet freed, in stream order (what CUDA's rules see)
+
+
 def is_live(addr: int) -> bool:
-    return addr in sizes and addr in _heap.allocs
+    return addr in _live
 
 
 def _map(addr):
     _heap.map_at(addr, sizes[addr])
+    _live.add(addr)
     _mem["used"] += sizes[addr]
     _mem["used_high"] = max(_mem["used_high"], _mem["used"])
     _mem["reserved"] = max(_mem["reserved"], _mem["used"])
     _mem["reserved_high"] = max(_mem["reserved_high"], _mem["reserved"])
 
 
-def free(addr: int):
+def free(addr: int, at_us: float | None = None):
     """Free graph allocation ``addr`` (a free node, cudaFree, cudaFreeAsync); an error if it
     has no memory behind it now."""
     a = _heap.allocs.get(addr)
-    if addr not in sizes or a is None:
+    if addr not in sizes or a is None or addr not in _live:
         return E.cudaErrorInvalidValue
-    _heap.release(a)
+    _live.discard(addr)
     _mem["used"] -= sizes[addr]
+    if at_us is None:
+        _heap.release(a)
+    else:                     # a free node: the memory goes when the clock reaches the node
+        _engine.at(at_us, lambda: _heap.release(a), "mem free")
     return E.cudaSuccess
 
 
@@ -92,12 +100,13 @@ def before_launch(x):
     return None
 
 
-def run(ntype, payload):
-    """Run a memory node in a launch: allocate (anew) or free."""
+def run(ntype, payload, at_us: float | None = None):
+    """Run a memory node in a launch placed now: allocate (anew, from now) or free (its memory
+    released when the clock reaches ``at_us``, the node's time)."""
     if ntype == NT.cudaGraphNodeTypeMemAlloc:
         _map(payload["dst"])
         return E.cudaSuccess
-    return free(payload["dst"])
+    return free(payload["dst"], at_us)
 
 
 # ---------------------------------------------------------------- the footprint

@@ -17,7 +17,7 @@ here.
 
 import numpy as _np
 
-from . import _heap, _params, _work, clock
+from . import _engine, _heap, _params, _races, _work, clock
 from . import _state as S
 
 P = clock.P
@@ -42,11 +42,52 @@ def pinned_buffer(addr: int):
 
 
 def release(addr: int) -> None:
-    """Free an allocation whose array was collected (numba's deferred cuMemFree). Its address is
-    never reused, so any later use of it is seen."""
+    """Free an allocation whose array was collected (numba's deferred cuMemFree, which waits
+    for the work already queued). Its address is never reused, so any later use of it is seen."""
     a = _heap.allocs.get(addr)
-    if a is not None:
+    if a is None:
+        return
+    if _engine.pending():      # work queued before the free may still use it
+        _engine.at(_engine.last_end(), lambda: _heap.release(a), "free")
+    else:
         _heap.release(a)
+
+
+def wait_for(stream: int) -> None:
+    """The host waits until ``stream``'s work is done (what numba's copy back of a host array
+    does after a launch), without a runtime call of its own."""
+    s = S.stream(stream)
+    if s is not None and s.ready_us > clock.host_us():
+        clock.api("wait", 0.0, wait_until=s.ready_us)
+
+
+def spin() -> bool:
+    """The host spins until the next piece of GPU work takes effect (a polling loop's step);
+    False when nothing is queued, so nothing in memory can change any more."""
+    t = _engine.next_time()
+    if t is None:
+        return False
+    wait = t - clock.host_us()
+    if wait > 0:
+        clock.host_work(wait)       # spinning: CPU time
+    else:
+        _engine.advance(clock.host_us())
+    return True
+
+
+def clear_fault() -> None:
+    """Forget a sticky fault (simulator only; see `labkit.sim._engine.clear_fault`)."""
+    _engine.clear_fault()
+
+
+def sticky_error():
+    return _engine.sticky()
+
+
+kernel_access = _races.kernel_access
+races = _races.found
+clear_races = _races.clear
+RaceWarning = _races.RaceWarning
 
 
 class ArrayArg:
@@ -79,15 +120,19 @@ def array_arg(a) -> ArrayArg:
 
 # ---------------------------------------------------------------- kernels
 
-def register_function(name, run, gpu_us) -> int:
+def register_function(name, run, gpu_us, params=(), access=None) -> int:
     """Register a kernel; returns its function handle.
+
+    ``params``: its parameters' names (race reports name the buffer by them); ``access``:
+    ``(reads, writes)``, the names its code reads and writes (`labkit.sim._races.kernel_access`),
+    or None when unknown (every array is then taken as read and as written).
 
     ``run(grid, block, *args)`` computes its outputs in place on numpy arrays;
     ``gpu_us(grid, block, *args)`` is its GPU time, given the parameter values (`ArrayArg` for
     arrays, which have ``nbytes``, ``size``, ``shape`` and ``dtype``).
     """
     handle = next(S.ids)
-    S.functions[handle] = S.Function(name, run, gpu_us)
+    S.functions[handle] = S.Function(name, run, gpu_us, params, access)
     return handle
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from cuda.bindings import runtime as _cr
 
 from .. import _calibration
-from . import _graphmem, _heap
+from . import _engine, _graphmem, _heap
 from . import _state as S
 from . import _work
 from . import clock as _clock
@@ -29,14 +29,17 @@ def cudaFree(devPtr):
     addr = _heap.ptr(devPtr)
     if addr == 0:                   # CUDA's documented no-op (the idiom that initializes it)
         return S.OK
+    # cudaFree waits for the device first: work queued before it may still use the memory
+    idle = max(t.ready_us for t in S.all_streams())
     if addr in _graphmem.sizes:     # a graph allocation, freed outside any graph
+        _clock.api("cudaFree", P("api_us"), wait_until=idle)
         err = _graphmem.free(addr)
         return (S.fail(err),) if err != E.cudaSuccess else S.OK
     a = _heap.allocs.get(addr)
     if a is None or a.freed or a.pinned:
         return (S.fail(E.cudaErrorInvalidValue),)
+    _clock.api("cudaFree", P("api_us"), wait_until=idle)
     _heap.release(a)
-    _clock.api("cudaFree", P("api_us"))
     return S.OK
 
 
@@ -223,8 +226,8 @@ def cudaMemset(devPtr, value, count):
 # ---------------------------------------------------------------- stream-ordered allocation
 
 def cudaMallocAsync(size, hStream):
-    # Outside a capture, an allocation now (the simulator computes data at submission, so the
-    # stream order holds), and as potentially unsafe as cudaMalloc. In a capture, an allocation
+    # Outside a capture, an allocation now (memory there now is there when the stream reaches
+    # it), and as potentially unsafe as cudaMalloc. In a capture, an allocation
     # node (`labkit.sim._graphmem`): its address is fixed now, its memory made at each launch.
     s = S.stream(hStream)
     if s is None:
@@ -241,17 +244,38 @@ def cudaMallocAsync(size, hStream):
 
 
 def cudaFreeAsync(devPtr, hStream):
-    # Outside a capture, cudaFree's rules (a graph allocation included). In a capture, a free
+    # Outside a capture, freed when the stream reaches it (`_free_in_stream_order`). In a capture, a free
     # node, for graph memory only: memory allocated outside any graph is cudaErrorInvalidValue
     # and the capture stays active (H200).
     s = S.stream(hStream)
     if s is None:
         return (S.fail(E.cudaErrorInvalidResourceHandle),)
     if s.capture is None:
-        return cudaFree(devPtr)
+        return _free_in_stream_order(s, _heap.ptr(devPtr))
     addr = _heap.ptr(devPtr)
     err = _graphmem.free_error(s.capture.graph, addr)
     if err is not None:
         return (S.fail(err),)
     return (_work.submit(s, NT.cudaGraphNodeTypeMemFree, {"dst": addr, "name": "mem free"},
                          P("api_us"), "cudaFreeAsync"),)
+
+
+def _free_in_stream_order(s, addr):
+    """cudaFreeAsync outside a capture: the memory goes when ``s`` reaches the free, after the
+    work queued on it before (a graph allocation's rules, or cudaFree's for other memory)."""
+    err = S.refuse_unsafe()
+    if err is not None:
+        return (err,)
+    if addr == 0:
+        return S.OK
+    a = _heap.allocs.get(addr)
+    graph_mem = addr in _graphmem.sizes
+    if a is None or a.freed or a.pinned or (graph_mem and not _graphmem.is_live(addr)):
+        return (S.fail(E.cudaErrorInvalidValue),)
+    _clock.api("cudaFreeAsync", P("api_us"))
+    at = max(s.ready_us, _work.ordered_start(s, _clock.host_us() + P("launch_latency_us")))
+    s.ready_us = at
+    if graph_mem:
+        return (_graphmem.free(addr, at),)
+    _engine.at(at, lambda: _heap.release(a), "free")
+    return S.OK

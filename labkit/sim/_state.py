@@ -40,10 +40,21 @@ def h(handle) -> int:
 # ---------------------------------------------------------------- objects
 
 class Function:
-    """A registered kernel: its name, how to compute it, and its GPU time."""
+    """A registered kernel: its name, how to compute it, its GPU time, its parameters' names and
+    which of them its code reads and writes (``access``: (reads, writes), or None: unknown)."""
 
-    def __init__(self, name, run, gpu_us):
+    def __init__(self, name, run, gpu_us, params=(), access=None):
         self.name, self.run, self.gpu_us = name, run, gpu_us
+        self.params, self.access = tuple(params), access
+
+    def param_name(self, i: int) -> str:
+        return self.params[i] if i < len(self.params) else f"argument {i}"
+
+    def reads(self, name: str) -> bool:
+        return self.access is None or name in self.access[0]
+
+    def writes(self, name: str) -> bool:
+        return self.access is None or name in self.access[1]
 
 
 class Capture:

@@ -1,14 +1,18 @@
 """Work on the simulated GPU: submitting it to a stream (recorded as a node while the stream
-captures), running a node's computation, and what a node costs on the GPU clock.
+captures), what a node does to memory, and what it costs on the GPU clock.
 
-Data is computed when work is submitted (in host program order), which is one valid order for
-a correctly synchronized program; timing comes from `labkit.sim.clock`. Stream order, as CUDA
-documents it ("Stream synchronization behavior"): work on the legacy default stream (handle 0
-or ``cudaStreamLegacy``) starts after all earlier work of every blocking stream, and work on a
-blocking stream after all earlier work of the legacy stream; streams made with
-``cudaStreamNonBlocking`` are exempt from both. The per-thread default stream
-(``cudaStreamPerThread``: each host thread its own, `labkit.sim._state.stream`) is a blocking
-stream like any other, as CUDA documents it.
+Work submitted outside a capture is placed on the GPU's timeline now and takes effect later,
+when the virtual clock reaches it (`labkit.sim._engine`): a launch returns before its kernel
+runs, as on a GPU. Stream order, as CUDA documents it ("Stream synchronization behavior"): work
+on the legacy default stream (handle 0 or ``cudaStreamLegacy``) starts after all earlier work of
+every blocking stream, and work on a blocking stream after all earlier work of the legacy
+stream; streams made with ``cudaStreamNonBlocking`` are exempt from both. The per-thread default
+stream (``cudaStreamPerThread``: each host thread its own, `labkit.sim._state.stream`) is a
+blocking stream like any other, as CUDA documents it.
+
+A conditional node's duration depends on data (how many times its WHILE body runs), which the
+timeline needs when the launch is placed: its bodies are computed then, after everything that
+starts before the node has taken effect, and their writes land at each body node's end (`record`).
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ import numpy as np
 from cuda.bindings import runtime as _cr
 
 from . import _conditional as _cond
-from . import _graphmem, _heap
+from . import _engine, _graphmem, _heap
 from . import _state as S
 from . import clock as _clock
 
@@ -46,7 +50,7 @@ def ordered_start(s, earliest: float) -> float:
 
 
 def submit(s, ntype, payload, host_cost_us, api_name):
-    """Record the work as a node when capturing, else run it now and place it on the GPU clock."""
+    """Record the work as a node when capturing, else queue it on the GPU's timeline."""
     host_cost_us += _clock.first_use("stream_first_use", s.handle)     # a new stream's warm-up
     if s.capture is not None:
         if s.capture.status != S.STATUS.cudaStreamCaptureStatusActive:
@@ -62,14 +66,29 @@ def submit(s, ntype, payload, host_cost_us, api_name):
             if any(t.blocking for t in c.streams):
                 S.invalidate(c)
                 return S.fail(E.cudaErrorStreamCaptureImplicit)
-    err = run_node(ntype, payload)
-    if err != E.cudaSuccess:
-        return S.fail(err)
     _clock.api(api_name, host_cost_us)
+    if _engine.sticky() is not None:       # a lost context takes no more work
+        return S.fail(_engine.sticky())
     start = max(s.ready_us, ordered_start(s, _clock.host_us() + P("launch_latency_us")))
     s.ready_us = start + node_gpu_us(ntype, payload)
-    _clock.gpu_span(s.handle, payload.get("name", api_name), start, s.ready_us, kind(ntype))
+    name = payload.get("name", api_name)
+    _engine.schedule(op(ntype, payload, s.handle, start, s.ready_us, name))
+    _clock.gpu_span(s.handle, name, start, s.ready_us, kind(ntype))
     return E.cudaSuccess
+
+
+def op(ntype, payload, row, start, end, name, cond_values=None):
+    """An `labkit.sim._engine.Op` doing node ``payload``'s work from ``start`` to ``end``."""
+    o = _engine.Op(name, row, start, end, None)
+
+    def begin():
+        got = begin_node(ntype, payload, cond_values)
+        if isinstance(got, int):
+            return got
+        o.accesses = got[1]
+        return got[0]
+    o.begin = begin
+    return o
 
 
 # ---------------------------------------------------------------- GPU time
@@ -90,49 +109,44 @@ def node_gpu_us(ntype, payload):
     return 0.0
 
 
-# ---------------------------------------------------------------- computing
+# ---------------------------------------------------------------- what a node does
 
-def run_node(ntype, payload):
+_ILLEGAL = int(E.cudaErrorIllegalAddress)
+
+
+def _span(view, name):
+    a = int(view.ctypes.data)
+    return (a, a + view.nbytes, name)
+
+
+def begin_node(ntype, payload, cond_values=None):
+    """Start node ``payload``: read memory now. Returns ``(writes, reads)`` (what lands at its
+    end, `labkit.sim._engine`; what it read, for the race report), or a fault's error code."""
     if ntype == NT.cudaGraphNodeTypeKernel:
-        return _run_kernel(payload)
-    if ntype == NT.cudaGraphNodeTypeMemcpy and "rows" in payload:
-        return _copy_rows(payload)
+        return _begin_kernel(payload, cond_values)
     if ntype == NT.cudaGraphNodeTypeMemcpy:
-        n = payload["count"]
-        dst, src = _heap.view(payload["dst"], n), _heap.view(payload["src"], n)
-        if dst is None or src is None:
-            return E.cudaErrorInvalidValue
-        dst[:] = src
-        return E.cudaSuccess
+        pairs = (payload["rows"] if "rows" in payload
+                 else [(payload["dst"], payload["src"])])
+        n = payload["width"] if "rows" in payload else payload["count"]
+        views = [(_heap.view(d, n), _heap.view(x, n)) for d, x in pairs]
+        if any(d is None or x is None for d, x in views):
+            return _ILLEGAL
+        staged = payload.get("staged")      # pageable memory, copied at the call
+        writes = [(d, slice(0, n), staged if staged is not None else x.copy(), "copy destination")
+                  for d, x in views]
+        return writes, ([] if staged is not None else [_span(x, "copy source") for _, x in views])
     if ntype == NT.cudaGraphNodeTypeMemset:
-        return _memset(payload)
-    if ntype == NT.cudaGraphNodeTypeConditional:
-        return _run_conditional(payload)
-    if ntype == NT.cudaGraphNodeTypeGraph:
-        err, payload["_gpu_us"] = run_snapshot(payload["nodes"])
-        return err
+        return _begin_memset(payload)
     if ntype == NT.cudaGraphNodeTypeHost:
         ctypes.CFUNCTYPE(None, ctypes.c_void_p)(payload["fn"])(payload["data"] or None)
-        return E.cudaSuccess
-    if ntype in _graphmem.MEMORY_NODES:
-        return _graphmem.run(ntype, payload)
-    return E.cudaSuccess
-
-
-def _copy_rows(payload):
-    w = payload["width"]
-    views = [(_heap.view(d, w), _heap.view(s, w)) for d, s in payload["rows"]]
-    if any(d is None or s is None for d, s in views):
-        return E.cudaErrorInvalidValue
-    for d, s in views:
-        d[:] = s
-    return E.cudaSuccess
+        return [], []
+    return [], []
 
 
 _ELEMENT = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 
 
-def _memset(payload):
+def _begin_memset(payload):
     """``height`` rows of ``width`` elements (``elementSize`` bytes) set to ``value``."""
     size = payload.get("elementSize", 1)
     width = payload.get("width", payload["count"])
@@ -140,56 +154,112 @@ def _memset(payload):
     rows = [_heap.view(payload["dst"] + r * pitch, width * size)
             for r in range(payload.get("height", 1))]
     if any(r is None for r in rows):
-        return E.cudaErrorInvalidValue
-    for r in rows:
-        r.view(_ELEMENT[size])[:] = payload["value"] & (0xFF if size == 1 else (1 << 8 * size) - 1)
-    return E.cudaSuccess
+        return _ILLEGAL
+    value = payload["value"] & (0xFF if size == 1 else (1 << 8 * size) - 1)
+    new = np.full(width, value, _ELEMENT[size]).view(np.uint8)
+    return [(r, slice(0, width * size), new, "memset destination") for r in rows], []
 
 
-def _run_kernel(payload):
-    """Compute a kernel node's outputs; a parameter in freed memory is an illegal address."""
-    values = []
-    for v in payload["params"]:
+def _begin_kernel(payload, cond_values=None):
+    """Run a kernel node on memory as it is now; its changed bytes land at its end. A parameter
+    in freed memory is an illegal address (found here, when the kernel runs: a fault)."""
+    fn = S.functions[payload["func"]]
+    values, views, labels = [], [], []
+    for i, v in enumerate(payload["params"]):
         if hasattr(v, "view") and hasattr(v, "addr"):   # an array: its live memory, or none
             v = v.view()
             if v is None:
-                return E.cudaErrorIllegalAddress
+                return _ILLEGAL
+            views.append(v)
+            labels.append(fn.param_name(i))
         values.append(v)
-    S.functions[payload["func"]].run(payload["grid"], payload["block"], *values)
-    return E.cudaSuccess
+    before = [v.copy() for v in views]
+    if cond_values is not None:
+        _cond.push(cond_values)
+    try:
+        fn.run(payload["grid"], payload["block"], *values)
+    finally:
+        if cond_values is not None:
+            _cond.pop()
+    reads = [_span(v, name) for v, name in zip(views, labels) if fn.reads(name)]
+    return _engine.diff_writes(views, before, labels), reads
 
 
-def run_snapshot(snap):
-    """Run a body's nodes in order; return (err, GPU µs along its critical path)."""
+def node_effects(ntype, payload, cond_values=None):
+    """What a graph node that is not a conditional one does: ``(writes, reads)`` or an error."""
+    if ntype in _graphmem.MEMORY_NODES:
+        err = _graphmem.run(ntype, payload)
+        return err if err != E.cudaSuccess else ([], [])
+    return begin_node(ntype, payload, cond_values)
+
+
+# ---------------------------------------------------------------- bodies, computed at placement
+
+def record(snap, t_base, out, cond_values):
+    """Run a body's nodes in order, in place, from GPU time ``t_base``: each node's writes are
+    applied now (so the next node sees them) and listed in ``out`` with its interval. Returns
+    (err, GPU µs along the body's critical path)."""
     ends = []
     for ntype, payload, deps in snap:
-        err = run_node(ntype, payload)
+        t0 = max([t_base] + [ends[d] for d in deps]) + P("graph_node_gap_us")
+        if ntype == NT.cudaGraphNodeTypeConditional:
+            err = _record_conditional(payload, t0, out, cond_values)
+            got = None
+        elif ntype == NT.cudaGraphNodeTypeGraph:
+            err, dt = record(payload["nodes"], t0, out, cond_values)
+            payload["_gpu_us"] = dt
+            got = None
+        else:
+            got = node_effects(ntype, payload, cond_values)
+            err = got if isinstance(got, int) else E.cudaSuccess
         if err != E.cudaSuccess:
             return err, 0.0
-        t0 = max([0.0] + [ends[d] for d in deps]) + P("graph_node_gap_us")
-        ends.append(t0 + node_gpu_us(ntype, payload))
-    return E.cudaSuccess, max(ends + [0.0])
+        end = t0 + node_gpu_us(ntype, payload)
+        ends.append(end)
+        if got is not None:
+            writes, reads = got
+            undo = [(raw, idx, raw[idx].copy()) for raw, idx, _new, _name in writes]
+            for raw, idx, new, _name in writes:
+                raw[idx] = new
+            out.append((payload.get("name", ""), t0, end, writes, reads, undo))
+    return E.cudaSuccess, max(ends + [t_base]) - t_base
 
 
-def _run_conditional(payload):
+def _record_conditional(payload, t0, out, cond_values):
     bodies = payload["bodies"]
-    gpu = P("conditional_node_us") - P("graph_node_gap_us")
-    runs = 0
-    if payload["ctype"] == _cond.CT.cudaGraphCondTypeWhile:
-        while _cond.value(payload):
-            _cond.while_limit(runs, payload)
-            err, t = run_snapshot(bodies[0])
-            if err != E.cudaSuccess:
-                return err
-            gpu += t + P("while_iteration_us")
-            runs += 1
-    else:
-        pick = _cond.picked_body(payload)
-        if pick is not None:
-            err, t = run_snapshot(bodies[pick])
-            if err != E.cudaSuccess:
-                return err
-            gpu += t
-            runs = 1
-    payload["_gpu_us"], payload["_runs"] = max(gpu, 0.0), runs
+    _cond.push(cond_values)
+    try:
+        t = t0 + P("conditional_node_us") - P("graph_node_gap_us")
+        runs = 0
+        if payload["ctype"] == _cond.CT.cudaGraphCondTypeWhile:
+            while _cond.value(payload):
+                _cond.while_limit(runs, payload)
+                err, dt = record(bodies[0], t, out, cond_values)
+                if err != E.cudaSuccess:
+                    return err
+                t += dt + P("while_iteration_us")
+                runs += 1
+        else:
+            pick = _cond.picked_body(payload)
+            if pick is not None:
+                err, dt = record(bodies[pick], t, out, cond_values)
+                if err != E.cudaSuccess:
+                    return err
+                t += dt
+                runs = 1
+    finally:
+        _cond.pop()
+    payload["_gpu_us"], payload["_runs"] = max(t - t0, 0.0), runs
     return E.cudaSuccess
+
+
+def place_recorded(out, row) -> None:
+    """Undo what `record` applied and queue each body node's writes for its own end."""
+    for *_, undo in reversed(out):
+        for raw, idx, old in reversed(undo):
+            raw[idx] = old
+    for name, t0, end, writes, reads, _ in out:
+        o = _engine.Op(name, row, t0, end, None)
+        o.accesses = reads
+        o.begin = (lambda w=writes: w)
+        _engine.schedule(o)

@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._calibration import host_noise as _host_noise, jitter as _jitter, load, params as _params
+from . import _engine
 
 
 class Span(NamedTuple):
@@ -224,6 +225,7 @@ def api(name: str, cost_us: float, wait_until: float | None = None, spin: bool =
         end = wait_until
     end += spike           # held up (preempted): after the wait too, as a spinning thread is
     _state["host"] = end
+    _engine.advance(end)   # what the GPU did by now takes effect: the host may look at memory
     # waits spin, as CUDA's default scheduling does; a blocking wait costs only the call
     _state["cpu"] += (end - start) if spin else min(cost_us, end - start)
     if _trace is not None:
@@ -237,6 +239,7 @@ def host_work(cost_us: float) -> None:
     cost_us, spike = _noisy(cost_us)
     _state["host"] += cost_us + spike
     _state["cpu"] += cost_us + spike
+    _engine.advance(_state["host"])
 
 
 def gpu_span(stream: int, name: str, start: float, end: float, kind: str, lane: int = 0) -> None:

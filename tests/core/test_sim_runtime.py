@@ -93,9 +93,38 @@ def test_replaying_a_raw_graph_after_its_array_was_collected_is_an_illegal_addre
     assert rt.cudaGraphLaunch(ge, s.handle) == (E.cudaSuccess,)
     del x
     gc.collect()                      # numba frees a collected array; so does the simulator
-    assert rt.cudaGraphLaunch(ge, s.handle) == (E.cudaErrorIllegalAddress,)
-    rt.cudaGetLastError()
+    # as on a GPU: the launch succeeds, the fault comes back from the next synchronizing call
+    assert rt.cudaGraphLaunch(ge, s.handle) == (E.cudaSuccess,)
+    assert rt.cudaStreamSynchronize(s.handle) == (E.cudaErrorIllegalAddress,)
+    # and it is sticky: every call after it returns it, and no more work runs
+    assert rt.cudaMalloc(16) == (E.cudaErrorIllegalAddress, None)
+    assert rt.cudaGetLastError() == (E.cudaErrorIllegalAddress,)
+    labkit.reset_after_fault()        # the simulator's way back; a GPU has none
+    assert rt.cudaStreamSynchronize(s.handle) == (E.cudaSuccess,)
     rt.cudaGraphExecDestroy(ge); rt.cudaGraphDestroy(g); s.close()
+
+
+def test_a_fault_comes_back_at_the_next_sync_not_at_the_launch():
+    s = labkit.Stream()
+    p = rt.cudaMalloc(4096)[1]
+    raw = labkit.to_device(np.zeros(4, np.float32))
+    assert rt.cudaFree(p) == (E.cudaSuccess,)
+    # a kernel into freed memory: the launch call returns success
+    w.add_one[1, 4, s](_FreedArray(p))
+    assert rt.cudaPeekAtLastError() == (E.cudaSuccess,)
+    assert rt.cudaStreamSynchronize(s.handle) == (E.cudaErrorIllegalAddress,)
+    assert rt.cudaStreamSynchronize(s.handle) == (E.cudaErrorIllegalAddress,)
+    labkit.reset_after_fault()
+    del raw
+    s.close()
+
+
+class _FreedArray:
+    """A device array over memory that was freed (what a raw pointer kept too long is)."""
+    shape, dtype, size, nbytes, ndim = (4,), np.dtype(np.float32), 4, 16, 1
+
+    def __init__(self, p):
+        self.device_ctypes_pointer = ctypes.c_void_p(p)
 
 
 def test_a_parameter_block_the_simulator_did_not_build_is_refused_loudly():
@@ -131,10 +160,13 @@ def test_a_replay_into_freed_graph_memory_is_an_illegal_address():
     kp = _hooks.kernel_node_params(func, (1, 1, 1), (64, 1, 1), (arg,))
     assert rt.cudaGraphAddKernelNode(user, None, 0, kp)[0] == E.cudaSuccess
     user_exec = rt.cudaGraphInstantiate(user, 0)[1]
-    assert rt.cudaGraphLaunch(user_exec, 0) == (E.cudaSuccess,) and touched == [0.0]
+    assert rt.cudaGraphLaunch(user_exec, 0) == (E.cudaSuccess,)
+    assert touched == []                   # a launch returns before its work runs
+    assert rt.cudaDeviceSynchronize() == (E.cudaSuccess,) and touched == [0.0]
     assert rt.cudaFree(p.dptr) == (E.cudaSuccess,)
-    assert rt.cudaGraphLaunch(user_exec, 0) == (E.cudaErrorIllegalAddress,)
-    rt.cudaGetLastError()
+    assert rt.cudaGraphLaunch(user_exec, 0) == (E.cudaSuccess,)
+    assert rt.cudaDeviceSynchronize() == (E.cudaErrorIllegalAddress,)
+    labkit.reset_after_fault()
     for x in (ge, user_exec):
         rt.cudaGraphExecDestroy(x)
     for x in (g, user):

@@ -1,0 +1,215 @@
+"""Data races on the simulated GPU: two operations that overlap in time, with nothing ordering
+them, one writing a buffer the other reads or writes.
+
+No tool in CUDA's ecosystem reports these: compute-sanitizer's racecheck looks at shared memory
+inside one kernel. Here the simulator knows every op's interval on the GPU timeline and what it
+touched, so it can name both ops, their streams and the buffer:
+
+* **between streams** (`started`): when an op starts while another is still running and they
+  conflict. Two ops that overlap in time are unordered by construction: stream order, events,
+  the legacy stream's implicit synchronization and graph edges all make the later one start at
+  or after the earlier one's end;
+* **inside a graph** (`graph_races`): two nodes with no path between them that conflict are
+  reported when the graph is instantiated, whatever their timing.
+
+What an op touches: a copy reads its source and writes its destination; a memset writes its
+destination; a kernel reads the array arguments its code reads, and writes the bytes it changed
+(compared before and after it ran). For graphs, before anything runs, a kernel node writes the
+arguments its code stores into (`kernel_access`, read from the kernel's Python source: subscript
+stores, augmented assignments and ``cuda.atomic`` calls; an array handed to another function
+counts as read and written). A write of the value already there is not seen at run time.
+
+Each race is a `Race`; it is warned about once per pair (`RaceWarning`) and kept for a program
+to ask for (`found`, `clear`).
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import warnings
+from typing import NamedTuple
+
+
+class RaceWarning(UserWarning):
+    """Two unordered GPU operations touch one buffer, at least one of them writing it."""
+
+
+class Race(NamedTuple):
+    """A data race: ``first`` and ``second`` (op names) on ``first_row`` and ``second_row``
+    (e.g. ``stream 0x1003``, ``graph node 2``), on ``buffer`` (an argument's name and address);
+    ``kind``: 'write/read', 'read/write' or 'write/write' (first's access / second's);
+    ``where``: 'streams' (they overlapped at run time) or 'graph' (unordered nodes)."""
+    first: str
+    second: str
+    first_row: str
+    second_row: str
+    buffer: str
+    kind: str
+    where: str
+    time_us: float | None
+
+    def __str__(self):
+        when = (f" at {self.time_us:.1f} µs (simulated)" if self.time_us is not None else "")
+        fix = ("record an event after one and make the other's stream wait for it "
+               "(cudaEventRecord + cudaStreamWaitEvent), or put both on one stream"
+               if self.where == "streams" else
+               "add an edge between them (join one branch into the other before it), or give "
+               "each branch its own buffer")
+        a, b = self.kind.split("/")
+        return (f"data race on {self.buffer}: {self.first} ({self.first_row}) {a}s it and "
+                f"{self.second} ({self.second_row}) {b}s it{when}, with nothing ordering them; "
+                f"{fix}")
+
+
+_found: list[Race] = []
+_seen: set = set()
+_active: list = []         # ops that started and have not ended
+
+
+def found() -> list[Race]:
+    """Every race reported since the process started (or since `clear`)."""
+    return list(_found)
+
+
+def clear() -> None:
+    _found.clear()
+    _seen.clear()
+
+
+def _report(r: Race) -> None:
+    key = (r.first, r.second, r.buffer, r.where)
+    if key in _seen:
+        return
+    _seen.add(key)
+    _found.append(r)
+    warnings.warn(str(r), RaceWarning, stacklevel=2)
+
+
+def _row(op) -> str:
+    row = op.row
+    if isinstance(row, tuple):
+        return f"stream {row[0]:#x}, graph branch" if row[0] else "legacy stream, graph branch"
+    return f"stream {row:#x}" if row else "legacy stream"
+
+
+def _ranges(op):
+    """(reads, writes): lists of (lo, hi, name)."""
+    return list(op.accesses), [write_range(w) for w in op.writes or ()]
+
+
+def write_range(w):
+    """(lo, hi, name) of a write ``(bytes, index, new, name)``; index: a slice or indices."""
+    raw, idx, _new, name = w
+    a = int(raw.ctypes.data)
+    if isinstance(idx, slice):
+        return a + (idx.start or 0), a + (len(raw) if idx.stop is None else idx.stop), name
+    return a + int(idx[0]), a + int(idx[-1]) + 1, name
+
+
+def _conflict(a_reads, a_writes, b_reads, b_writes):
+    for lo, hi, name in a_writes:
+        for lo2, hi2, _ in b_writes:
+            if lo < hi2 and lo2 < hi:
+                return name, "write/write"
+        for lo2, hi2, _ in b_reads:
+            if lo < hi2 and lo2 < hi:
+                return name, "write/read"
+    for lo, hi, name in b_writes:
+        for lo2, hi2, _ in a_reads:
+            if lo < hi2 and lo2 < hi:
+                return name, "read/write"
+    return None
+
+
+def started(op) -> None:
+    """``op`` starts now: check it against every op still running (all of them unordered with
+    it, since they overlap in time)."""
+    if op.row is None:
+        return
+    _active[:] = [a for a in _active if not a.ended and a.end > op.start]
+    if _active:
+        reads, writes = _ranges(op)
+        for a in _active:
+            if a.end <= op.start or op.end <= a.start:
+                continue
+            hit = _conflict(*_ranges(a), reads, writes)
+            if hit is not None:
+                buffer, kind = hit
+                _report(Race(a.name, op.name, _row(a), _row(op), _buffer(buffer, a, op),
+                             kind, "streams", op.start))
+    if op.end > op.start:
+        _active.append(op)
+
+
+def ended(op) -> None:
+    pass          # `started` drops ended ops lazily
+
+
+def _buffer(name, *ops) -> str:
+    return name
+
+
+# ---------------------------------------------------------------- inside a graph
+
+def graph_races(nodes) -> list[Race]:
+    """Races between a graph's unordered nodes. ``nodes``: ``(name, deps, reads, writes)`` in
+    topological order (deps: indices; reads, writes: lists of (lo, hi, buffer name))."""
+    ancestors: list[set] = []
+    for _, deps, _, _ in nodes:
+        anc = set(deps)
+        for d in deps:
+            anc |= ancestors[d]
+        ancestors.append(anc)
+    out = []
+    for j, (name_j, _, reads_j, writes_j) in enumerate(nodes):
+        for i in range(j):
+            if i in ancestors[j]:
+                continue
+            name_i, _, reads_i, writes_i = nodes[i]
+            hit = _conflict(reads_i, writes_i, reads_j, writes_j)
+            if hit is not None:
+                r = Race(name_i, name_j, f"graph node {i}", f"graph node {j}", hit[0], hit[1],
+                         "graph", None)
+                _report(r)
+                out.append(r)
+    return out
+
+
+# ---------------------------------------------------------------- a kernel's accesses
+
+def kernel_access(py_func):
+    """``(reads, writes)``: the parameter names a kernel's Python code reads and writes, or None
+    where its source cannot be read."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(py_func)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    fn = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef,))), None)
+    if fn is None:
+        return None
+    params = {a.arg for a in fn.args.args}
+    reads, writes = set(), set()
+
+    def base(node):          # x[i], x[i][j]: x's data (x.shape[0] is not)
+        while isinstance(node, ast.Subscript):
+            node = node.value
+        return node.id if isinstance(node, ast.Name) and node.id in params else None
+
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Subscript):
+            name = base(node)
+            if name is None:
+                continue
+            (writes if isinstance(node.ctx, ast.Store) else reads).add(name)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript):
+            name = base(node.target)
+            if name is not None:
+                reads.add(name)
+        elif isinstance(node, ast.Call):
+            for arg in node.args:
+                if isinstance(arg, ast.Name) and arg.id in params:
+                    reads.add(arg.id)
+                    if not (isinstance(node.func, ast.Name) and node.func.id in ("len", "range")):
+                        writes.add(arg.id)
+    return reads, writes
