@@ -147,15 +147,44 @@ def clear_fault() -> None:
 # ---------------------------------------------------------------- what an op changed
 
 def diff_writes(views, before, labels) -> list:
-    """The writes of ops that ran in place on ``views``: each changed byte, with its new and
-    old value, and the buffer's name (``labels``). The bytes go back to their old values here; `advance` stores the new ones at the
-    op's end."""
+    """The writes of ops that ran in place on ``views``: the elements they changed, with their
+    new values, and the buffer's name (``labels``). The elements go back to their old values
+    here; `advance` stores the new ones at the op's end. Compared element by element (as
+    unsigned integers of the element's size, so NaN and -0.0 compare by their bits); a run of
+    changed elements is one slice."""
     out = []
     for v, b, label in zip(views, before, labels):
-        raw, old = v.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8)
-        idx = np.flatnonzero(raw != old)
-        if idx.size:
-            out.append((raw, idx, raw[idx].copy(), old[idx].copy(), label))
+        word = _WORDS.get(v.dtype.itemsize, np.uint8)
+        raw, old = v.reshape(-1).view(word), b.reshape(-1).view(word)
+        idx = _changed(raw, old)
+        if idx is None:
+            continue
+        out.append((raw, idx, raw[idx].copy(), old[idx].copy(), label))
     for raw, idx, _new, old, _label in reversed(out):   # all found first: views may alias
         raw[idx] = old
     return [(raw, idx, new, label) for raw, idx, new, _old, label in out]
+
+
+def changes(views, work, labels) -> list:
+    """The writes of ops that ran on private copies ``work`` of ``views``: what differs."""
+    out = []
+    for v, w, label in zip(views, work, labels):
+        word = _WORDS.get(v.dtype.itemsize, np.uint8)
+        raw, new = v.reshape(-1).view(word), w.reshape(-1).view(word)
+        idx = _changed(raw, new)
+        if idx is not None:
+            out.append((raw, idx, new[idx], label))
+    return out
+
+
+def _changed(a, b):
+    """Where ``a`` and ``b`` differ: a slice for one run, else indices; None where nowhere."""
+    neq = a != b
+    lo = int(neq.argmax())
+    if not neq[lo]:
+        return None
+    hi = len(neq) - int(neq[::-1].argmax())
+    return slice(lo, hi) if neq[lo:hi].all() else np.flatnonzero(neq)
+
+
+_WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}

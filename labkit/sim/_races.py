@@ -101,10 +101,11 @@ def _ranges(op):
 def write_range(w):
     """(lo, hi, name) of a write ``(bytes, index, new, name)``; index: a slice or indices."""
     raw, idx, _new, name = w
-    a = int(raw.ctypes.data)
+    a, size = int(raw.ctypes.data), raw.itemsize
     if isinstance(idx, slice):
-        return a + (idx.start or 0), a + (len(raw) if idx.stop is None else idx.stop), name
-    return a + int(idx[0]), a + int(idx[-1]) + 1, name
+        return (a + size * (idx.start or 0),
+                a + size * (len(raw) if idx.stop is None else idx.stop), name)
+    return a + size * int(idx[0]), a + size * (int(idx[-1]) + 1), name
 
 
 def _conflict(a_reads, a_writes, b_reads, b_writes):

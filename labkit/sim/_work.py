@@ -173,7 +173,15 @@ def _begin_kernel(payload, cond_values=None):
             views.append(v)
             labels.append(fn.param_name(i))
         values.append(v)
-    before = [v.copy() for v in views]
+    spans = sorted((int(v.ctypes.data), int(v.ctypes.data) + v.nbytes) for v in views)
+    aliased = any(b[0] < a[1] for a, b in zip(spans, spans[1:]))
+    if aliased:          # arguments that share memory: run in place, and put it back after
+        work, before = views, [v.copy() for v in views]
+    else:                # the usual case: run on private copies, live memory untouched
+        work = [v.copy() for v in views]
+        it = iter(work)
+        values = [next(it) if hasattr(v, "view") and hasattr(v, "addr") else v
+                  for v in payload["params"]]
     if cond_values is not None:
         _cond.push(cond_values)
     try:
@@ -182,7 +190,9 @@ def _begin_kernel(payload, cond_values=None):
         if cond_values is not None:
             _cond.pop()
     reads = [_span(v, name) for v, name in zip(views, labels) if fn.reads(name)]
-    return _engine.diff_writes(views, before, labels), reads
+    if aliased:
+        return _engine.diff_writes(views, before, labels), reads
+    return _engine.changes(views, work, labels), reads
 
 
 def node_effects(ntype, payload, cond_values=None):
