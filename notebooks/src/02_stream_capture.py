@@ -411,11 +411,14 @@ usable_again(s1, "s1")
 # Given a numpy array instead of a device array, numba does far more than a launch: it allocates
 # a temporary device buffer, copies the array into it, launches the kernel on that buffer,
 # copies the buffer back into your numpy array, and frees it. Inside a capture the allocation is
-# the step that fails: numba-cuda takes the buffer from cuda.core's stream-ordered memory pool,
-# on your stream, and an allocation from that pool is refused on a capturing stream. (Copies
-# are not the problem: a capture records them, as the request above did.) Even if the
-# allocation were allowed, the graph would keep the address of a buffer freed right after the
-# launch. Inside a capture, pass device arrays only (`labkit.to_device`, once, before).
+# the step that fails. CUDA itself would accept a stream-ordered allocation on a capturing
+# stream and record it as an allocation node (notebook 09 shows them). What refuses it here is
+# cuda.core: numba-cuda asks cuda.core's device memory pool for the buffer, on your stream, and
+# that pool raises an error rather than allocate on a capturing stream (its documentation sends
+# graph builders to `GraphMemoryResource` instead). labkit reports it as CUDA reports a refused
+# call, 900. (Copies are not the problem: a capture records them, as the request above did.)
+# Inside a capture, pass device arrays only (`labkit.to_device`, once, before), so that the
+# graph holds your kernel and nothing numba did around it.
 
 # %%
 code_host = None
