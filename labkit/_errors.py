@@ -55,22 +55,22 @@ _HINTS = {
 
 
 # 900 has four usual causes; where the failing call is known, its error names only its own.
-# (context word, hint): the first whose word the error's context holds, case-sensitive.
+# (context word, hint): the first whose word the error's context holds, in any case.
 _HINTS_900 = (
-    ("BeginCapture", "stream 0, the legacy NULL stream, cannot be captured (no capture began, "
+    ("begincapture", "stream 0, the legacy NULL stream, cannot be captured (no capture began, "
                      "so none was lost): capture a stream you created, labkit.Stream()"),
     ("on a host array", "numba needs a temporary device buffer for a numpy argument, and its "
                         "allocator refuses to allocate on a capturing stream; the capture is "
                         "lost: pass device arrays (labkit.to_device once, before the capture)"),
-    ("Synchronize", "a synchronize of a capturing stream would wait for work that only runs "
-                    "when the graph is launched; the refusal invalidated the capture: "
-                    "synchronize before cudaStreamBeginCapture or after cudaStreamEndCapture"),
-    ("Query", "a query of a capturing stream is refused, and the refusal invalidated the "
+    ("synchroniz", "a synchronize while a stream captures would wait for work that only runs "
+                   "when the graph is launched; the refusal invalidated the capture: "
+                   "synchronize before cudaStreamBeginCapture or after cudaStreamEndCapture"),
+    ("query", "a query of a capturing stream is refused, and the refusal invalidated the "
               "capture: query before cudaStreamBeginCapture or after cudaStreamEndCapture"),
-    ("Malloc", "an allocation is refused in a global-mode capture, and the refusal invalidated "
+    ("malloc", "an allocation is refused in a global-mode capture, and the refusal invalidated "
                "the capture: allocate before the capture, or cudaMallocAsync on the capturing "
                "stream (a graph memory node)"),
-    ("Free", "a free is refused in a global-mode capture, and the refusal invalidated the "
+    ("free", "a free is refused in a global-mode capture, and the refusal invalidated the "
              "capture: free after the capture, or cudaFreeAsync on the capturing stream"),
 )
 
@@ -84,8 +84,9 @@ def hint_for(code: int, context: str = "") -> str:
     """
     code = int(code)
     if code == 900:
+        where = context.lower()
         for word, hint in _HINTS_900:
-            if word in context:
+            if word in where:
                 return hint
     return _HINTS.get(code, "")
 

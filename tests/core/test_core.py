@@ -73,6 +73,7 @@ def test_capturing_stream_0_gives_the_same_hint_through_labkit_capture_and_the_r
 
 @pytest.mark.parametrize("context,says,not_says", [
     ("cudaStreamSynchronize inside the capture", "after cudaStreamEndCapture", "numpy"),
+    ("synchronizing a stream", "after cudaStreamEndCapture", "numpy"),     # labkit.Stream's
     ("cudaStreamQuery", "after cudaStreamEndCapture", "stream 0"),
     ("cudaMalloc", "cudaMallocAsync on the capturing stream", "synchronize"),
     ("cudaFree", "cudaFreeAsync on the capturing stream", "numpy"),
