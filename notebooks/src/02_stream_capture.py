@@ -581,31 +581,51 @@ for name, o in outputs.items():
 # capture-mode matrix) is an optional section of notebook 09, "When a graph goes wrong".
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise: a capture that fails
 #
-# Capture one request into a graph that includes the copy of `out` into the pinned host buffer
-# `ex_out`, so that one graph launch returns the answer. The starting code captures the two kernels
-# only.
+# `capture_request` below should capture one request, `preprocess` → `infer_step` → the answer
+# copied into the pinned host buffer `ex_out`, so that one graph launch returns the answer for
+# whatever request is in `inp` at that moment. It fails. Run it and read its error, then:
+#
+# 1. set `first_error` to the code of the error it raised (the number in parentheses);
+# 2. repair `capture_request` until it returns the graph. Change what is wrong, keep what the
+#    request needs.
+#
+# The check launches your graph after putting a new request into `inp`.
+
+# %%
+ex_out = labkit.pinned_array(N)
 
 # %% tags=["starter"]
-ex_stream = labkit.Stream()
-ex_out = labkit.pinned_array(N)
-with labkit.capture(ex_stream) as ex_cap:
-    preprocess[GRID, BLOCK, ex_stream](inp, work)
-    infer_step[GRID, BLOCK, ex_stream](work, out)
-    # your code: copy `out` into ex_out here (rt.cudaMemcpyAsync on ex_stream.handle)
-print(ex_cap.graph.node_kinds())
+def capture_request(stream):
+    with labkit.capture(stream) as cap:
+        preprocess[GRID, BLOCK, stream](x_host, work)
+        infer_step[GRID, BLOCK, stream](work, out)
+        check(rt.cudaMemcpyAsync(ex_out.ctypes.data, ptr(out), ex_out.nbytes, D2H, stream.handle),
+              "cudaMemcpyAsync")
+        stream.synchronize()          # wait until the answer is in ex_out
+    return cap.graph
+
+
+try:
+    capture_request(labkit.Stream())
+except labkit.CudaError as e:
+    print(e)
+
+first_error = None                    # your diagnosis: the error code printed above
 
 # %% tags=["solution"]
-ex_stream = labkit.Stream()
-ex_out = labkit.pinned_array(N)
-with labkit.capture(ex_stream) as ex_cap:
-    preprocess[GRID, BLOCK, ex_stream](inp, work)
-    infer_step[GRID, BLOCK, ex_stream](work, out)
-    check(rt.cudaMemcpyAsync(ex_out.ctypes.data, ptr(out), ex_out.nbytes, D2H, ex_stream.handle),
-          "cudaMemcpyAsync")
-print(ex_cap.graph.node_kinds())
+def capture_request(stream):
+    with labkit.capture(stream) as cap:
+        preprocess[GRID, BLOCK, stream](inp, work)      # the device input: numba allocates nothing
+        infer_step[GRID, BLOCK, stream](work, out)
+        check(rt.cudaMemcpyAsync(ex_out.ctypes.data, ptr(out), ex_out.nbytes, D2H, stream.handle),
+              "cudaMemcpyAsync")
+    return cap.graph                  # synchronize after launching the graph, not in the capture
+
+
+first_error = 900                     # cudaErrorStreamCaptureUnsupported
 
 # %% tags=["check"]
-from labkit.course.exercises.nb02 import check_request_graph
-check_request_graph(ex_cap.graph, x_host, ex_out, ex_stream)
+from labkit.course.exercises import nb02
+nb02.check_request_capture(capture_request, first_error, inp, ex_out)
