@@ -301,10 +301,12 @@ reference.note("07")
 #   larger `k` one launch makes `k` tokens.
 # - `decode(exec_, launches, stream)`: replay `exec_` that many times, one after another, and
 #   return a list of each replay's latency in µs, from just before its launch until its tokens
-#   are ready (`labkit.host_us()` reads the host's clock).
+#   are ready (`labkit.host_us()` reads the host's clock; CUDA events recorded on the stream
+#   around the launch, `labkit.Event()` with `record` and `elapsed_ms`, are a right answer too).
 #
 # The check prefills a prompt of its own, runs your two functions for k = 1, 3 and 5, and
-# compares every token with numpy's.
+# compares every token with numpy's. It also makes one replay's launch slow on purpose: your
+# latencies should show which.
 
 # %% tags=["starter"]
 from labkit.course.exercises import nb07
