@@ -377,9 +377,10 @@ reference.note("10")
 # ## Exercise: serve requests through one graph
 #
 # `nb10.make_graphed()` is a graphed callable for `3x + 1` over 1024 float32 values (think of one
-# value per request row of a batch). Requests come in several sizes. Write `serve(g, requests)`
-# that returns, for each request `r`, a numpy array equal to `3r + 1`, computing each with one call
-# of `g`. You will need what this notebook showed: the graph's shape is fixed, and its output is
+# value per request row of a batch). Requests come in several sizes, one of them larger than the
+# graph. Write `serve(g, requests)` that returns, for each request `r`, a numpy array equal to
+# `3r + 1`, computed by `g`: one call per request, or per piece of a request too large for one
+# call. You will need what this notebook showed: the graph's shape is fixed, and its output is
 # overwritten by the next call. `g.static_inputs[0].shape` gives the graph's size.
 
 # %% tags=["starter"]
@@ -395,10 +396,14 @@ def serve(g, requests):
     size = g.static_inputs[0].shape[0]
     results = []
     for r in requests:
-        padded = np.zeros(size, np.float32)       # pad up to the captured size
-        padded[:r.size] = r
-        out = g(padded)
-        results.append(out.copy_to_host()[:r.size])   # copy out before the next call, unpadded
+        pieces = []
+        for lo in range(0, max(r.size, 1), size):    # larger than the graph: piece by piece
+            piece = r[lo:lo + size]
+            padded = np.zeros(size, np.float32)      # pad up to the captured size
+            padded[:piece.size] = piece
+            out = g(padded)
+            pieces.append(out.copy_to_host()[:piece.size])   # copy out before the next call
+        results.append(np.concatenate(pieces))
     return results
 
 # %% tags=["check"]
