@@ -25,7 +25,7 @@
 #    you did not write.
 # 5. Know why every warm-up (JIT, module load, allocation) belongs before the capture.
 #
-# About 60 minutes.
+# About 75 minutes.
 
 # %%
 import labkit            # first: it chooses the backend before numba.cuda is imported

@@ -31,7 +31,7 @@
 # 5. Serve varying batch sizes with `labkit.GraphCache`, one graph per shape or padded buckets,
 #    and choose buckets that serve every batch the service accepts.
 #
-# About 45 minutes.
+# About 105 minutes.
 
 # %%
 import labkit            # first: it chooses the backend before numba.cuda is imported

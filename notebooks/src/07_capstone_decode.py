@@ -9,7 +9,7 @@
 # %% [markdown]
 # # 07 — Capstone: a token-by-token decode loop
 #
-# **Prerequisites:** notebooks 01–06. **Time:** about 50 minutes.
+# **Prerequisites:** notebooks 01–06. **Time:** about 75 minutes.
 #
 # **You will learn to**
 # - see why decoding one token at a time is the textbook case for CUDA Graphs: one token is dozens

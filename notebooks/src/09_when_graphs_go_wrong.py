@@ -26,7 +26,7 @@
 # 5. Know which calls another thread may make while you capture, in each capture mode, and why
 #    kernels are compiled and loaded before a capture.
 #
-# About 60 minutes, the exercise included. The full capture-mode matrix near the end is
+# About 85 minutes, the exercise included. The full capture-mode matrix near the end is
 # optional.
 
 # %%
