@@ -23,13 +23,13 @@ _HINTS = {
     600: "the work is not finished yet; this is a status, not a failure: synchronize or poll again",
     700: "a kernel accessed memory it must not: check indices against array sizes, and that no "
          "graph replays into a freed buffer",
-    900: "this call is not allowed on a capturing stream (or in this capture's mode), and a "
-         "refused call invalidates the capture: the legacy NULL stream 0 (capture a stream you "
-         "created, labkit.Stream()); a synchronize or query of the capturing stream (do it "
-         "after cudaStreamEndCapture); an allocation or free in global mode (do it before the "
-         "capture, or cudaMallocAsync/cudaFreeAsync on the capturing stream); a numpy array "
-         "passed to a numba kernel (numba would allocate a temporary device buffer; pass device "
-         "arrays)",
+    900: "a call that is not allowed while a stream captures (or not in this capture's mode); "
+         "refused inside a capture, it also invalidates that capture: stream 0, the legacy NULL "
+         "stream, cannot be captured at all (capture a stream you created, labkit.Stream()); a "
+         "synchronize or query of the capturing stream (do it after cudaStreamEndCapture); an "
+         "allocation or free in global mode (do it before the capture, or cudaMallocAsync/"
+         "cudaFreeAsync on the capturing stream); a numpy array passed to a numba kernel (numba "
+         "needs a temporary device buffer for it; pass device arrays)",
     901: "the capture was invalidated by an earlier illegal call inside it, so the graph is "
          "lost: end the capture, fix the call that failed first (often a synchronize or a host "
          "array), and capture again",
@@ -54,9 +54,41 @@ _HINTS = {
 }
 
 
-def hint_for(code: int) -> str:
-    """Return labkit's advice for a cudaError_t value (an empty string where it has none)."""
-    return _HINTS.get(int(code), "")
+# 900 has four usual causes; where the failing call is known, its error names only its own.
+# (context word, hint): the first whose word the error's context holds, in any case.
+_HINTS_900 = (
+    ("begincapture", "stream 0, the legacy NULL stream, cannot be captured (no capture began, "
+                     "so none was lost): capture a stream you created, labkit.Stream()"),
+    ("on a host array", "numba needs a temporary device buffer for a numpy argument, and its "
+                        "allocator refuses to allocate on a capturing stream; the capture is "
+                        "lost: pass device arrays (labkit.to_device once, before the capture)"),
+    ("synchroniz", "a synchronize while a stream captures would wait for work that only runs "
+                   "when the graph is launched; the refusal invalidated the capture: "
+                   "synchronize before cudaStreamBeginCapture or after cudaStreamEndCapture"),
+    ("query", "a query of a capturing stream is refused, and the refusal invalidated the "
+              "capture: query before cudaStreamBeginCapture or after cudaStreamEndCapture"),
+    ("malloc", "an allocation is refused in a global-mode capture, and the refusal invalidated "
+               "the capture: allocate before the capture, or cudaMallocAsync on the capturing "
+               "stream (a graph memory node)"),
+    ("free", "a free is refused in a global-mode capture, and the refusal invalidated the "
+             "capture: free after the capture, or cudaFreeAsync on the capturing stream"),
+)
+
+
+def hint_for(code: int, context: str = "") -> str:
+    """Return labkit's advice for a cudaError_t value (an empty string where it has none).
+
+    ``context``: the failing call, as a `CudaError` names it. For 900, whose usual causes are
+    four, a context that names the call gives the hint for that call alone; without one (the
+    decoder ring) the hint lists them all.
+    """
+    code = int(code)
+    if code == 900:
+        where = context.lower()
+        for word, hint in _HINTS_900:
+            if word in where:
+                return hint
+    return _HINTS.get(code, "")
 
 
 def _cause_and_fix(hint: str) -> tuple[str, str]:
@@ -144,7 +176,7 @@ class CudaError(RuntimeError):
     def __init__(self, code, context: str = "", hint: str | None = None):
         self.code = int(code)
         self.name, self.description = _describe(self.code)
-        self.hint = hint_for(self.code) if hint is None else hint
+        self.hint = hint_for(self.code, context) if hint is None else hint
         self.context = context
         where = f"{context}: " if context else ""
         msg = f"{where}{self.name} ({self.code}): {self.description}"

@@ -1,6 +1,6 @@
 """Conditional nodes: loops and branches that the GPU decides, inside one graph launch.
 
-Since CUDA 12.4 a graph may hold conditional nodes IF and WHILE; since CUDA 12.8 also IF/ELSE
+Since CUDA 12.3 a graph may hold conditional nodes IF and WHILE; since CUDA 12.8 also IF/ELSE
 (an IF with a second body) and SWITCH. Each has a
 *condition* (a ``cudaGraphConditionalHandle``) whose value a kernel sets on the device with
 ``cudaGraphSetConditional``; the node then runs one of its *body* graphs, or none, or (WHILE)
@@ -26,7 +26,8 @@ Rules (CUDA's documentation of ``cudaConditionalNodeParams``, and measured on an
 tests/conformance/test_conditional.py): a body may hold kernels, empty nodes, copies, memsets,
 child graphs and conditionals, not host functions or memory allocations (an event recorded
 while capturing into a body adds no node to it); each condition drives one node; with ``assign_default=True`` every launch starts
-from the default, without it a value set on the device carries into the next launch.
+from the default; without it CUDA leaves the value undefined at the start of each launch, and
+code must not assume it persists from one launch to the next (the H200 kept it; do not rely on it).
 """
 from __future__ import annotations
 
@@ -100,8 +101,9 @@ class _Builder:
         default : int
             The value each launch starts from (with ``assign_default``).
         assign_default : bool
-            ``cudaGraphCondAssignDefault``: reset to ``default`` at every launch. Without it the
-            first launch starts from 0 and a value set on the device carries into the next.
+            ``cudaGraphCondAssignDefault``: reset to ``default`` at every launch. Without it
+            CUDA leaves the value undefined when a launch starts: a kernel must set it before
+            a node reads it, and no launch may count on the value the last one left.
         """
         root = self._root
         flags = int(rt.cudaGraphConditionalHandleFlags.cudaGraphCondAssignDefault) if assign_default else 0

@@ -6,7 +6,8 @@
   (scores, softmax, weighted sum) launched eagerly, every run of kernels between them replayed
   as a captured graph. `generate_piecewise` decodes with it, like the decoder's
   ``generate_eager`` / ``generate_graph``.
-* `mlp_block` is a small function of device arrays for `labkit.graphed`.
+* `mlp_block` is a small function of device arrays for `labkit.graphed`; `mlp_eager_call` is
+  a graphed call's work without the graph, to time against it.
 * `torch_compile_generate` and `cupy_capture_generate`: the same step through
   ``torch.compile(mode="reduce-overhead")`` and CuPy's stream capture; only on backend "cuda"
   with those packages installed (they raise otherwise, saying so).
@@ -19,6 +20,9 @@ import time
 import numpy as np
 
 from .. import _nvtx, backend
+from .._errors import check
+from .._handles import stream_handle
+from ..backend import rt
 from ..backend import host_us
 from .._capture import capture
 from .._kernel import device_array
@@ -28,7 +32,7 @@ from .decoder import (TPB, DecodeResult, advance, attn_out, attn_scores, generat
 from .decoder.kernels import EPS
 
 __all__ = ["ATTENTION", "step_launches", "PiecewiseStep", "generate_piecewise",
-           "mlp_block", "mlp_reference", "NVTX_PHASES", "nvtx_range_us",
+           "mlp_block", "mlp_eager_call", "mlp_reference", "NVTX_PHASES", "nvtx_range_us",
            "torch_compile_generate", "cupy_capture_generate"]
 
 NVTX_PHASES = tuple(_nvtx.PHASES)       # labkit's NVTX ranges, in the domain _nvtx.DOMAIN
@@ -160,6 +164,34 @@ def mlp_block(m, layer: int = 0):
     return mlp
 
 
+def mlp_eager_call(m, stream, layer: int = 0):
+    """``call(x) -> y``: what a call of ``labkit.graphed(mlp_block(m), x)`` does, without the
+    graph. Its buffers are allocated once, here, as the graphed callable's are at capture; each
+    call copies ``x`` (a numpy array) in on ``stream``, launches `mlp_block`'s four kernels one
+    by one, waits for them, and returns the same device array every time. So a timing of it
+    against the graphed call differs only in how the four kernels are launched."""
+    c, lw = m.cfg, m.dev["layers"][layer]
+    x_dev = device_array(c.d_model, np.float64)
+    h = device_array(c.d_model, np.float64)
+    u = device_array(c.d_ff, np.float64)
+    y = device_array(c.d_model, np.float64)
+    sh = stream_handle(stream)
+
+    def call(x):
+        src = np.ascontiguousarray(x, np.float64)
+        check(rt.cudaMemcpyAsync(x_dev.device_ctypes_pointer.value, src.ctypes.data,
+                                 x_dev.nbytes, rt.cudaMemcpyKind.cudaMemcpyHostToDevice, sh),
+              "cudaMemcpyAsync (the input in)")
+        rmsnorm[1, TPB, stream](x_dev, lw["norm2"], h)
+        matvec[c.d_ff, TPB, stream](lw["Wup"], h, u)
+        silu[_blocks(c.d_ff), TPB, stream](u)
+        matvec[c.d_model, TPB, stream](lw["Wdown"], u, y)
+        stream.synchronize()
+        return y
+
+    return call
+
+
 def mlp_reference(m, x, layer: int = 0) -> np.ndarray:
     """numpy's answer for `mlp_block`: what each graphed call must return."""
     lw = m.weights["layers"][layer]
@@ -237,11 +269,20 @@ def torch_compile_generate(m, prompt_token: int, n_tokens: int, warmup: int = 3)
 
     mod = Step().cuda()
     step = torch.compile(mod, mode="reduce-overhead")
+    skips_before = _cudagraph_skips()
     for _ in range(warmup):
         mod.pos.zero_()
         torch.compiler.cudagraph_mark_step_begin()
         step()
     torch.cuda.synchronize()
+    skips = _cudagraph_skips()
+    if skips is None or skips_before is None:
+        note = "not confirmed that PyTorch used CUDA graphs (this version keeps no skip counter)"
+    elif skips > skips_before:
+        note = ("PyTorch did NOT use CUDA graphs: it skipped them (TORCH_LOGS=perf_hints says "
+                "why); this row is compiled kernels launched eagerly")
+    else:
+        note = "CUDA graphs used (PyTorch counted no cudagraph skip)"
     mod.tok.fill_(int(prompt_token))
     mod.pos.zero_()
     torch.cuda.synchronize()
@@ -253,7 +294,17 @@ def torch_compile_generate(m, prompt_token: int, n_tokens: int, warmup: int = 3)
         torch.cuda.synchronize()
         lat.append(host_us() - t0)
     toks = mod.hist.cpu().numpy()[:n_tokens].astype(np.int32)
-    return DecodeResult(toks, np.array(lat), 0.0, -1)
+    return DecodeResult(toks, np.array(lat), 0.0, -1, note=note)
+
+
+def _cudagraph_skips():
+    """How many times PyTorch's Inductor declined to use CUDA graphs in this process (its
+    ``counters["inductor"]["cudagraph_skips"]``), or None where this PyTorch keeps no count."""
+    try:
+        from torch._dynamo.utils import counters
+    except ImportError:
+        return None
+    return int(counters["inductor"]["cudagraph_skips"])
 
 
 def cupy_capture_generate(m, prompt, n_tokens: int) -> DecodeResult:
@@ -269,9 +320,12 @@ def cupy_capture_generate(m, prompt, n_tokens: int) -> DecodeResult:
     _launch(step_launches(m), ns)          # warm-up outside the capture
     cs.synchronize()
     t0 = host_us()
-    cs.begin_capture()
-    dec_step(m, ns)
-    graph = cs.end_capture()
+    # numba frees collected arrays when its queue fills, and a cudaFree inside the capture would
+    # invalidate it: hold every free until the capture has ended (notebook 09)
+    with cuda.defer_cleanup():
+        cs.begin_capture()
+        dec_step(m, ns)
+        graph = cs.end_capture()
     if hasattr(graph, "upload"):           # CuPy's Graph.upload: the first launch is not slower
         graph.upload(cs)
     cs.synchronize()

@@ -25,7 +25,7 @@
 #    you did not write.
 # 5. Know why every warm-up (JIT, module load, allocation) belongs before the capture.
 #
-# About 60 minutes.
+# About 75 minutes.
 
 # %%
 import labkit            # first: it chooses the backend before numba.cuda is imported
@@ -411,11 +411,14 @@ usable_again(s1, "s1")
 # Given a numpy array instead of a device array, numba does far more than a launch: it allocates
 # a temporary device buffer, copies the array into it, launches the kernel on that buffer,
 # copies the buffer back into your numpy array, and frees it. Inside a capture the allocation is
-# the step that fails: numba-cuda takes the buffer from cuda.core's stream-ordered memory pool,
-# on your stream, and an allocation from that pool is refused on a capturing stream. (Copies
-# are not the problem: a capture records them, as the request above did.) Even if the
-# allocation were allowed, the graph would keep the address of a buffer freed right after the
-# launch. Inside a capture, pass device arrays only (`labkit.to_device`, once, before).
+# the step that fails. CUDA itself would accept a stream-ordered allocation on a capturing
+# stream and record it as an allocation node (notebook 09 shows them). What refuses it here is
+# cuda.core: numba-cuda asks cuda.core's device memory pool for the buffer, on your stream, and
+# that pool raises an error rather than allocate on a capturing stream (its documentation sends
+# graph builders to `GraphMemoryResource` instead). labkit reports it as CUDA reports a refused
+# call, 900. (Copies are not the problem: a capture records them, as the request above did.)
+# Inside a capture, pass device arrays only (`labkit.to_device`, once, before), so that the
+# graph holds your kernel and nothing numba did around it.
 
 # %%
 code_host = None
@@ -578,31 +581,51 @@ for name, o in outputs.items():
 # capture-mode matrix) is an optional section of notebook 09, "When a graph goes wrong".
 
 # %% [markdown]
-# ## Exercise
+# ## Exercise: a capture that fails
 #
-# Capture one request into a graph that includes the copy of `out` into the pinned host buffer
-# `ex_out`, so that one graph launch returns the answer. The starting code captures the two kernels
-# only.
+# `capture_request` below should capture one request, `preprocess` → `infer_step` → the answer
+# copied into the pinned host buffer `ex_out`, so that one graph launch returns the answer for
+# whatever request is in `inp` at that moment. It fails. Run it and read its error, then:
+#
+# 1. set `first_error` to the code of the error it raised (the number in parentheses);
+# 2. repair `capture_request` until it returns the graph. Change what is wrong, keep what the
+#    request needs.
+#
+# The check launches your graph after putting a new request into `inp`.
+
+# %%
+ex_out = labkit.pinned_array(N)
 
 # %% tags=["starter"]
-ex_stream = labkit.Stream()
-ex_out = labkit.pinned_array(N)
-with labkit.capture(ex_stream) as ex_cap:
-    preprocess[GRID, BLOCK, ex_stream](inp, work)
-    infer_step[GRID, BLOCK, ex_stream](work, out)
-    # your code: copy `out` into ex_out here (rt.cudaMemcpyAsync on ex_stream.handle)
-print(ex_cap.graph.node_kinds())
+def capture_request(stream):
+    with labkit.capture(stream) as cap:
+        preprocess[GRID, BLOCK, stream](x_host, work)
+        infer_step[GRID, BLOCK, stream](work, out)
+        check(rt.cudaMemcpyAsync(ex_out.ctypes.data, ptr(out), ex_out.nbytes, D2H, stream.handle),
+              "cudaMemcpyAsync")
+        stream.synchronize()          # wait until the answer is in ex_out
+    return cap.graph
+
+
+try:
+    capture_request(labkit.Stream())
+except labkit.CudaError as e:
+    print(e)
+
+first_error = None                    # your diagnosis: the error code printed above
 
 # %% tags=["solution"]
-ex_stream = labkit.Stream()
-ex_out = labkit.pinned_array(N)
-with labkit.capture(ex_stream) as ex_cap:
-    preprocess[GRID, BLOCK, ex_stream](inp, work)
-    infer_step[GRID, BLOCK, ex_stream](work, out)
-    check(rt.cudaMemcpyAsync(ex_out.ctypes.data, ptr(out), ex_out.nbytes, D2H, ex_stream.handle),
-          "cudaMemcpyAsync")
-print(ex_cap.graph.node_kinds())
+def capture_request(stream):
+    with labkit.capture(stream) as cap:
+        preprocess[GRID, BLOCK, stream](inp, work)      # the device input: numba allocates nothing
+        infer_step[GRID, BLOCK, stream](work, out)
+        check(rt.cudaMemcpyAsync(ex_out.ctypes.data, ptr(out), ex_out.nbytes, D2H, stream.handle),
+              "cudaMemcpyAsync")
+    return cap.graph                  # synchronize after launching the graph, not in the capture
+
+
+first_error = 900                     # cudaErrorStreamCaptureUnsupported
 
 # %% tags=["check"]
-from labkit.course.exercises.nb02 import check_request_graph
-check_request_graph(ex_cap.graph, x_host, ex_out, ex_stream)
+from labkit.course.exercises import nb02
+nb02.check_request_capture(capture_request, first_error, inp, ex_out)

@@ -24,7 +24,7 @@
 # 6. Know where graphs stop helping (a single long kernel, memory traffic between kernels), and
 #    why a one-kernel graph still helps from Python.
 #
-# About 50 minutes.
+# About 65 minutes.
 
 # %%
 import labkit            # first: it chooses the backend before numba.cuda is imported

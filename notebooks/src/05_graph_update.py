@@ -31,7 +31,7 @@
 # 5. Serve varying batch sizes with `labkit.GraphCache`, one graph per shape or padded buckets,
 #    and choose buckets that serve every batch the service accepts.
 #
-# About 45 minutes.
+# About 105 minutes.
 
 # %%
 import labkit            # first: it chooses the backend before numba.cuda is imported
@@ -246,9 +246,10 @@ assert id(inp) in kept and id(h_in) not in kept
 print(labkit.CudaError(700, "cudaGraphLaunch"))
 
 # %% [markdown]
-# **Takeaway:** keep every buffer a graph uses alive until every executable that uses it is
-# destroyed (labkit does this for kernel arguments, you do it for raw pointers), and destroy
-# executables before freeing.
+# **Takeaway:** CUDA's rule is that a buffer must be valid while a launch that uses it runs (or
+# the node must be updated to another before the next launch, section 4). The safe practice: keep
+# every buffer a graph uses alive until every executable that uses it is destroyed (labkit does
+# this for kernel arguments, you do it for raw pointers), and destroy executables before freeing.
 #
 # ## 4. Point one kernel node at other buffers
 #
@@ -789,8 +790,9 @@ for h in (ex_model, ex_io, ex_pp, ex_three, g_model, g_io, g_pp, g_other, g_thre
 # - New data goes into the buffers a graph was captured with: copy in, replay, copy out (or
 #   capture the copies too). Rebinding a Python name does not move a graph; it silently leaves it
 #   on the old buffer.
-# - A graph refers to memory it does not own. labkit keeps kernel arguments alive; raw pointers
-#   are yours to keep alive until the executables that use them are gone.
+# - A graph refers to memory it does not own, which must be valid whenever a launch uses it.
+#   labkit keeps kernel arguments alive; raw pointers are yours to keep alive, safest until the
+#   executables that use them are gone.
 # - `set_kernel_args` / `kernel_node` change one kernel node of an executable
 #   (`cudaGraphExecKernelNodeSetParams`); `update` replaces every node's parameters from a new
 #   capture of the same topology (`cudaGraphExecUpdate`). A topology change fails with 910, the

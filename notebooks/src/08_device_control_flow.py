@@ -9,7 +9,7 @@
 # %% [markdown]
 # # 08 — Control flow on the device: conditional nodes
 #
-# **Prerequisites:** notebooks 01–07 (the capstone's decoder). **Time:** about 45 minutes.
+# **Prerequisites:** notebooks 01–07 (the capstone's decoder). **Time:** about 65 minutes.
 #
 # **You will learn to**
 # - see on a timeline the host round trip per token that a graph per token leaves behind;
@@ -55,14 +55,15 @@ plt.show()
 #
 # | CUDA call | what it does |
 # | --- | --- |
-# | `cudaGraphConditionalHandleCreate(&h, graph, default, flags)` | makes the condition `h`; with `flags = cudaGraphCondAssignDefault` every launch starts from `default` (without it a value set on the device carries into the next launch) |
+# | `cudaGraphConditionalHandleCreate(&h, graph, default, flags)` | makes the condition `h`; with `flags = cudaGraphCondAssignDefault` every launch starts from `default`; without the flag the value at the start of a launch is undefined, so code must set it before a node reads it and must not count on it persisting from one launch to the next |
 # | `cudaGraphAddNode(..., params)` with a `cudaConditionalNodeParams` (`handle`, `type`, `size`) | adds the node and returns its empty body graphs, to fill with node calls or by capture (`cudaStreamBeginCaptureToGraph`) |
 # | `cudaGraphSetConditional(h, value)` | **device code**: a kernel sets the condition |
 #
 # The node types: **IF** (its body runs once if the value is not 0) and **WHILE** (tests the value
-# before each iteration and runs its body again while it is not 0) since CUDA 12.4; **IF/ELSE**
-# (an IF with a second body for 0) and **SWITCH** (body number `value`, none if there is no such
-# body) since CUDA 12.8. A body may hold kernels, empty nodes, copies, memsets, child graphs and
+# before each iteration and runs its body again while it is not 0) since CUDA 12.3 (its release
+# notes, and NVIDIA's `graphConditionalNodes` sample, which needs a 12.3 driver for them; a blog
+# post of NVIDIA's says 12.4); **IF/ELSE** (an IF with a second body for 0) and **SWITCH** (body
+# number `value`, none if there is no such body) since CUDA 12.8. A body may hold kernels, empty nodes, copies, memsets, child graphs and
 # other conditionals; not host functions or memory allocations (instantiate refuses those, and
 # labkit's error says so).
 #
@@ -346,7 +347,7 @@ reference.note("08")
 #
 # - A graph per token still leaves the host deciding between tokens; a conditional node moves that
 #   decision to the GPU (`cudaGraphSetConditional`, `labkit.set_condition`, in a kernel).
-# - IF and WHILE (CUDA 12.4), IF/ELSE and SWITCH (CUDA 12.8) bodies are ordinary graphs: capture
+# - IF and WHILE (CUDA 12.3), IF/ELSE and SWITCH (CUDA 12.8) bodies are ordinary graphs: capture
 #   into them or add nodes.
 # - A whole generation in one launch frees the host and stops exactly at EOS; published to mapped
 #   host memory, its tokens reach the host one by one as they are made. Tokens/s gain little

@@ -26,7 +26,7 @@
 # 5. Know which calls another thread may make while you capture, in each capture mode, and why
 #    kernels are compiled and loaded before a capture.
 #
-# About 60 minutes, the exercise included. The full capture-mode matrix near the end is
+# About 85 minutes, the exercise included. The full capture-mode matrix near the end is
 # optional.
 
 # %%
@@ -111,7 +111,7 @@ def outside_synced():
         add_one[GRID, BLOCK, s](x)
     return cap.graph
 
-def query_captured():                 # 907: ask a captured event for a time it does not have
+def query_captured():                 # 907: ask a captured event for a status it does not have
     e = labkit.Event()
     with labkit.capture(s):
         add_one[GRID, BLOCK, s](x)
@@ -320,8 +320,10 @@ double.close()
 # %% [markdown]
 # ## 4. Lifetimes: keep what a graph references alive
 #
-# A node holds addresses, not arrays. Whatever an executable refers to must stay allocated until
-# the executable is destroyed.
+# A node holds addresses, not arrays. CUDA's rule: the memory at those addresses must be valid
+# whenever a launch that uses it runs, as for any kernel. Between launches you may free a buffer,
+# if before the next launch you point the node at a valid one (a node update, notebook 05). The
+# safe practice, and labkit's: keep every buffer an executable refers to until it is destroyed.
 #
 # **What labkit keeps alive for you.** The arguments of every labkit kernel launched inside a
 # capture: the graph and its executables hold them. Deleting your last name for an array does
@@ -455,8 +457,9 @@ else:
     print("(shown on a GPU only: the simulator has no deferred frees)")
 
 # %% [markdown]
-# **Takeaway:** a graph owns nothing it did not allocate. Keep every buffer it uses until the
-# executables that use it are destroyed, and free nothing while a capture is open.
+# **Takeaway:** a graph owns nothing it did not allocate. Its buffers must be valid while a
+# launch runs; keep them until the executables that use them are destroyed (the safe practice),
+# and free nothing while a capture is open.
 
 # %% [markdown]
 # ## 5. The graph owns its memory: allocation and free nodes
@@ -573,8 +576,11 @@ g_keep.close()
 # the capture and a free in a graph or by hand; a graph with memory nodes has one executable at
 # a time and cannot be cloned. PyTorch does it differently: while it captures, its caching
 # allocator serves the model's allocations from a **private memory pool** kept for that graph,
-# so the addresses the graph baked in stay reserved for it between replays, and no runtime
-# allocation happens inside the capture at all. Several graphs captured one after another can
+# so the addresses the graph baked in stay reserved for it between replays. The pool still grows
+# during the capture: when it has no free block, the allocator calls `cudaMalloc`, switching the
+# capturing thread to relaxed mode for that call so that global mode does not refuse it
+# (`cudaMallocMaybeCapturing` in PyTorch's `CUDACachingAllocator.cpp`). That `cudaMalloc` is not
+# captured: it runs once, during the capture, and the replays reuse its memory. Several graphs captured one after another can
 # share one pool (`torch.cuda.graph(pool=...)`), which is how vLLM keeps one graph per batch size
 # without one copy of the scratch memory per graph. `labkit.graphed` keeps its own buffers the
 # same way ([notebook 10](10_frameworks_and_tools.ipynb)).
@@ -733,13 +739,14 @@ print("the live matrix shows every rule above")
 #
 # * The decoder ring (`labkit.decoder_ring()`): the code names the cause; 900/901 a refused call
 #   during capture, 904/905 a fork not joined or a dependency outside the capture, 907 a captured
-#   event asked for a time, 908 the wrong thread, 910 a topology change, 1 a relaunch with a live
-#   graph allocation, 700 a replay into freed memory.
+#   event queried for its status, 908 the wrong thread, 910 a topology change, 1 a relaunch with
+#   a live graph allocation, 700 a replay into freed memory.
 # * Method: eager first (`LABKIT_GRAPHS=eager` or `labkit.eager()`), then
 #   `labkit.compare_outputs` for every output buffer, then bisect the captured region.
 # * Copy inputs into the captured buffers and copy outputs out before the next replay.
-# * labkit keeps the arguments of its kernels alive with the graph; raw pointers, memory you free
-#   and other libraries' memory are yours to keep alive until every executable using them is
+# * A graph's buffers must be valid while a launch that uses them runs. labkit keeps the
+#   arguments of its kernels alive with the graph; raw pointers, memory you free and other
+#   libraries' memory are yours to keep alive, safest until every executable using them is
 #   gone. Free nothing inside a capture (numba: `cuda.defer_cleanup()`).
 # * `cudaMallocAsync`/`cudaFreeAsync` in a capture make allocation and free nodes; a live
 #   allocation blocks a relaunch unless AutoFreeOnLaunch; watch the footprint and trim it.

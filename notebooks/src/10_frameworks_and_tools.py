@@ -68,7 +68,7 @@ stream = labkit.Stream()
 # | [updates](05_graph_update.ipynb) | — | — |
 # | [the eager fallback](06_measuring.ipynb) | graph trees skip graphs they cannot use and run eagerly; `torch.compiler.cudagraph_mark_step_begin()` marks a new iteration | `enforce_eager`, `CUDAGraphMode.NONE`; batches above the largest captured size run eagerly |
 # | [piecewise graphs](07_capstone_decode.ipynb) (section 3 here) | `make_graphed_callables` on parts of a network ("partial-network capture") | `CUDAGraphMode.PIECEWISE` (attention, its `splitting_ops`, runs eagerly between graphs); `FULL_AND_PIECEWISE` |
-# | [conditional nodes](08_device_control_flow.ipynb) | control flow written with `torch.cond()` can be captured | — |
+# | [conditional nodes](08_device_control_flow.ipynb) | `torch.cond()` captured by `torch.cuda.graph` becomes conditional IF nodes, in recent versions only (pytorch/pytorch#168912), in eager PyTorch and `torch.compile`'s `"eager"` and `"cudagraphs"` backends, not Inductor's; its follow-up issue (#175001) lists what does not work yet, such as random numbers inside a branch | — |
 #
 # **In llama.cpp** (its CUDA backend, ggml-cuda)
 #
@@ -97,15 +97,22 @@ stream = labkit.Stream()
 # 2. **warm-up on a side stream**: `fn` runs a few times (3 by default, as in PyTorch) on a stream
 #    of its own, so every kernel is compiled and loaded before the capture;
 # 3. **capture** one call on that stream; the arrays it returns are the **static outputs**;
-# 4. **a call** copies its arguments into the static inputs, replays the graph once, and returns
-#    the static outputs.
+# 4. **a call** copies its arguments into the static inputs, replays the graph once, waits for
+#    the replay, and returns the static outputs.
+#
+# That wait is labkit's, not PyTorch's: a PyTorch graphed callable returns as soon as the replay
+# is queued, and stream order keeps whatever uses the outputs after it. labkit waits so that a
+# call's result can be read at once (`copy_to_host`, a timing); its calls pay the GPU's time.
 #
 # Where does the memory come from? Here, *preallocated buffers*: the static inputs are allocated
 # before the capture, and what `fn` allocates is allocated once, during the capture (relaxed mode
 # lets an allocation run while capturing; it is not recorded), and kept alive with the graph.
-# Graph allocation nodes (notebook 09, section 5) would not do: memory a graph frees itself is gone
-# when the replay ends, and memory it does not free must be freed before the graph may run again.
-# PyTorch's private pool is the same idea through its caching allocator: during a capture,
+# Graph allocation nodes (notebook 09, section 5) are the other way: `fn`'s temporaries freed
+# inside the graph, its outputs left allocated and, with `AutoFreeOnLaunch`, freed by the next
+# launch, which allocates them again at the same address. labkit does not take it because numba
+# allocates with `cudaMalloc`, not `cudaMallocAsync` on the capturing stream, so there is no
+# allocation to capture; and a graph with memory nodes allows one executable at a time.
+# PyTorch's private pool is the preallocated way through its caching allocator: during a capture,
 # allocations come from a pool that only that graph, or the graphs that share the pool, use.
 #
 # The function here is one layer's MLP half from the capstone's model: RMSNorm, up projection,
@@ -158,12 +165,15 @@ except ValueError as exc:
     print("refused:", exc)
 
 # %% [markdown]
-# What does a graphed call cost against calling `mlp` itself? The eager call launches four kernels
-# (and allocates its three arrays); the graphed call copies the input in and launches one graph.
+# What does a graphed call cost against the same work launched eagerly? Compare like with like:
+# `fw.mlp_eager_call` does what a graphed call does (copy the input into buffers allocated once,
+# run the four kernels, wait), launching the four kernels one by one where the graphed call
+# launches one graph. (Calling `mlp` itself would also allocate three arrays per call.)
 
 # %%
-x_dev = labkit.to_device(x_a)
-eager_call = timing.measure(lambda: mlp(stream, x_dev), sync=stream, label="eager call")
+eager_mlp = fw.mlp_eager_call(model, stream)
+assert np.allclose(eager_mlp(x_a).copy_to_host(), want_a)
+eager_call = timing.measure(lambda: eager_mlp(x_a), label="eager call")
 graphed_call = timing.measure(lambda: g(x_a), label="graphed call")
 print(f"per call: eager {eager_call.p50:.1f} µs, graphed {graphed_call.p50:.1f} µs "
       f"({eager_call.p50 / graphed_call.p50:.1f}x)")
@@ -249,6 +259,11 @@ plt.show()
 # - **`torch.cuda.graph`**: the capstone's step written in PyTorch (`dec.torch_generate`), warmed up
 #   on a side stream, captured once, replayed per token:
 #   ```python
+#   s = torch.cuda.Stream()
+#   s.wait_stream(torch.cuda.current_stream())   # the warm-up waits for the tensors' set-up
+#   with torch.cuda.stream(s):
+#       one_step()                   # warm-up, three times
+#   torch.cuda.current_stream().wait_stream(s)
 #   g = torch.cuda.CUDAGraph()
 #   with torch.cuda.graph(g):        # its own side stream; a private memory pool
 #       one_step()
@@ -256,13 +271,16 @@ plt.show()
 #   ```
 # - **`torch.compile(mode="reduce-overhead")`**: the same function compiled; PyTorch records the
 #   CUDA graph itself after warm-up, and `torch.compiler.cudagraph_mark_step_begin()` before each
-#   token says a new iteration starts (`fw.torch_compile_generate`);
+#   token says a new iteration starts (`fw.torch_compile_generate`). PyTorch may also decide not to
+#   use graphs (it skips them for some operations, and says so only in its logs): the row says
+#   whether it did, from PyTorch's own count of skipped graphs;
 # - **CuPy's stream capture** of the numba step, launched on a CuPy stream:
 #   ```python
 #   s = cupy.cuda.Stream(non_blocking=True)
-#   s.begin_capture()
-#   dec.step(model, numba.cuda.external_stream(s.ptr))   # the same numba launches, on CuPy's stream
-#   graph = s.end_capture()
+#   with numba.cuda.defer_cleanup():  # no numba free inside the capture (notebook 09)
+#       s.begin_capture()
+#       dec.step(model, numba.cuda.external_stream(s.ptr))   # the same numba launches
+#       graph = s.end_capture()
 #   graph.launch(s)                  # per token
 #   ```
 #
@@ -288,7 +306,7 @@ else:
 for n, r in gpu_rows.items():
     same = "same tokens as numpy" if np.array_equal(r.tokens, ref) else "TOKENS DIFFER"
     print(f"{n:30s} {r.tokens_per_s:9.0f} tokens/s   ({same}; numba full graph "
-          f"{full.tokens_per_s:.0f} tokens/s)")
+          f"{full.tokens_per_s:.0f} tokens/s)" + (f"\n{'':30s} {r.note}" if r.note else ""))
 
 # %% [markdown]
 # ## 5. Traces in the tools practitioners use
@@ -359,9 +377,10 @@ reference.note("10")
 # ## Exercise: serve requests through one graph
 #
 # `nb10.make_graphed()` is a graphed callable for `3x + 1` over 1024 float32 values (think of one
-# value per request row of a batch). Requests come in several sizes. Write `serve(g, requests)`
-# that returns, for each request `r`, a numpy array equal to `3r + 1`, computing each with one call
-# of `g`. You will need what this notebook showed: the graph's shape is fixed, and its output is
+# value per request row of a batch). Requests come in several sizes, one of them larger than the
+# graph. Write `serve(g, requests)` that returns, for each request `r`, a numpy array equal to
+# `3r + 1`, computed by `g`: one call per request, or per piece of a request too large for one
+# call. You will need what this notebook showed: the graph's shape is fixed, and its output is
 # overwritten by the next call. `g.static_inputs[0].shape` gives the graph's size.
 
 # %% tags=["starter"]
@@ -377,10 +396,14 @@ def serve(g, requests):
     size = g.static_inputs[0].shape[0]
     results = []
     for r in requests:
-        padded = np.zeros(size, np.float32)       # pad up to the captured size
-        padded[:r.size] = r
-        out = g(padded)
-        results.append(out.copy_to_host()[:r.size])   # copy out before the next call, unpadded
+        pieces = []
+        for lo in range(0, max(r.size, 1), size):    # larger than the graph: piece by piece
+            piece = r[lo:lo + size]
+            padded = np.zeros(size, np.float32)      # pad up to the captured size
+            padded[:piece.size] = piece
+            out = g(padded)
+            pieces.append(out.copy_to_host()[:piece.size])   # copy out before the next call
+        results.append(np.concatenate(pieces))
     return results
 
 # %% tags=["check"]

@@ -65,8 +65,32 @@ def test_capturing_stream_0_gives_the_same_hint_through_labkit_capture_and_the_r
                                                r"cudaErrorStreamCaptureUnsupported \(900\)") as raw:
         labkit.check(labkit.rt.cudaStreamBeginCapture(0, mode), "cudaStreamBeginCapture")
     labkit.rt.cudaGetLastError()
-    assert wrapped.value.hint == raw.value.hint == labkit.hint_for(900)
-    assert "the legacy NULL stream 0 (capture a stream you created" in raw.value.hint
+    assert wrapped.value.hint == raw.value.hint == labkit.hint_for(900, "cudaStreamBeginCapture")
+    assert "capture a stream you created" in raw.value.hint
+    # no capture exists to be invalidated: the hint must not say one was
+    assert "no capture began" in raw.value.hint and "invalidat" not in raw.value.hint
+
+
+@pytest.mark.parametrize("context,says,not_says", [
+    ("cudaStreamSynchronize inside the capture", "after cudaStreamEndCapture", "numpy"),
+    ("synchronizing a stream", "after cudaStreamEndCapture", "numpy"),     # labkit.Stream's
+    ("cudaStreamQuery", "after cudaStreamEndCapture", "stream 0"),
+    ("cudaMalloc", "cudaMallocAsync on the capturing stream", "synchronize"),
+    ("cudaFree", "cudaFreeAsync on the capturing stream", "numpy"),
+    ("launching k on a host array (numba would allocate a temporary device buffer for it)",
+     "pass device arrays", "stream 0"),
+])
+def test_a_900_whose_call_is_known_gets_that_calls_hint_alone(context, says, not_says):
+    e = labkit.CudaError(900, context)
+    assert says in e.hint and not_says not in e.hint and e.hint != labkit.hint_for(900)
+    assert str(e).count("hint:") == 1
+
+
+def test_a_900_whose_call_is_unknown_gets_every_cause():
+    hint = labkit.CudaError(900).hint
+    assert hint == labkit.hint_for(900)
+    for cause in ("stream 0", "synchronize or query", "allocation or free", "numpy array"):
+        assert cause in hint
 
 
 @pytest.mark.skipif(labkit.backend != "sim", reason="compares references with numba's CUDA simulator")

@@ -162,3 +162,23 @@ def test_the_published_llama_cpp_band_is_read_from_notebook_07s_reference_row():
     lo, hi = whatif.published_gain()
     assert 1.0 < lo < hi
     assert reference.figure("07", whatif.LLAMA_CPP_GAIN) == f"{lo:g}–{hi:g}×"
+
+
+def test_the_what_if_charges_eager_launches_and_the_graph_the_same_gpu_time():
+    """Where the GPU sets the pace of both, the model gives no launch path a gain or a loss
+    beyond the graph's own launch: a graph cannot be modelled slower than eager for a GPU gap
+    that only it is charged."""
+    from labkit._calibration import params
+    from labkit.course.decoder import whatif
+    P = dict(params())
+    p = whatif.price(whatif.SEVEN_B, 2, "7B", P=P)
+    gpu_bound = [k for k, h in p.host_us.items() if h < p.gpu_us]
+    assert gpu_bound, "a launch path faster than a 7B step's GPU time"
+    for k in gpu_bound:
+        # eager: the GPU's time and one latency; graph: the same and one graph launch
+        want = (p.gpu_us + P["launch_latency_us"]) / (p.graph_launch_us + P["launch_latency_us"]
+                                                      + p.gpu_us)
+        assert p.speedup[k] == pytest.approx(want)
+    # the gap is in the GPU's time, once per kernel, on both sides
+    no_gap = whatif.price(whatif.SEVEN_B, 2, "7B", P={**P, "graph_node_gap_us": 0.0})
+    assert p.gpu_us - no_gap.gpu_us == pytest.approx(p.kernels * P["graph_node_gap_us"])

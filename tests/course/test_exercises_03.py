@@ -33,31 +33,31 @@ def test_accepts_the_break_even_itself():
 
 
 def test_rejects_the_break_even_rounded_down():
-    with pytest.raises(AssertionError, match=r"^for a made-up graph .* your function gives 11: after 11 "
+    with pytest.raises(AssertionError, match=r"^for a made-up graph .* your function gives 10: after 10 "
                                              r"iterations the graph has not yet paid .* Round up"):
         check_pays_off(lambda ph, e: math.floor(_setup(ph) / (e - ph["steady_launch"].median)))
 
 
 def test_rejects_the_starters_instantiate_over_eager():
-    with pytest.raises(AssertionError, match=r"your function gives 1\.42857: you divided the setup by "
+    with pytest.raises(AssertionError, match=r"your function gives 1\.28571: you divided the setup by "
                                              r"the eager iteration's cost, as the starting code does"):
         check_pays_off(lambda ph, e: ph["instantiate"].median / e)
 
 
 def test_rejects_the_whole_setup_over_the_eager_cost():
-    with pytest.raises(AssertionError, match=r"gives 6\.57143: you divided the setup by the eager "
+    with pytest.raises(AssertionError, match=r"gives 5\.85714: you divided the setup by the eager "
                                              r"iteration's cost, but a graph iteration is not free"):
         check_pays_off(lambda ph, e: _setup(ph) / e)
 
 
 def test_rejects_the_setup_over_the_graph_cost():
-    with pytest.raises(AssertionError, match=r"gives 16: you divided the setup by the graph iteration's"):
+    with pytest.raises(AssertionError, match=r"gives 14: you divided the setup by the graph iteration's"):
         check_pays_off(lambda ph, e: math.ceil(_setup(ph) / ph["steady_launch"].median))
 
 
 def test_rejects_the_launch_call_alone_as_the_graph_iteration():
     # what setting graph10 to the launch call's median did: it passed the old check
-    with pytest.raises(AssertionError, match=r"gives 8: you took the graph iteration as the launch "
+    with pytest.raises(AssertionError, match=r"gives 7: you took the graph iteration as the launch "
                                              r"call alone, .* compare like with like"):
         check_pays_off(lambda ph, e: _answer(_setup(ph), e - ph["launch_call"].median))
 
@@ -68,33 +68,63 @@ def test_rejects_a_setup_of_instantiation_alone():
 
 
 def test_rejects_a_setup_without_the_upload():
-    with pytest.raises(AssertionError, match=r"gives 10: your setup leaves out the upload"):
+    with pytest.raises(AssertionError, match=r"gives 9: your setup leaves out the upload"):
         check_pays_off(lambda ph, e: _answer(_setup(ph, ("capture", "instantiate")),
                                              e - ph["steady_launch"].median))
 
 
 def test_rejects_a_setup_without_the_capture():
-    with pytest.raises(AssertionError, match=r"gives 4\.5: your setup leaves out the capture"):
+    with pytest.raises(AssertionError, match=r"gives 4\.25: your setup leaves out the capture"):
         check_pays_off(lambda ph, e: _answer(_setup(ph, ("instantiate", "upload")),
                                              e - ph["steady_launch"].median, whole=False))
 
 
 def test_rejects_a_setup_that_counts_the_first_launch():
-    with pytest.raises(AssertionError, match=r"gives 15: your setup counts the first launch too"):
+    with pytest.raises(AssertionError, match=r"gives 13: your setup counts the first launch too"):
         check_pays_off(lambda ph, e: _answer(
             _setup(ph, ("capture", "instantiate", "upload", "first_launch")),
             e - ph["steady_launch"].median))
 
 
 def test_rejects_the_first_launch_after_upload_as_the_graph_iteration():
-    with pytest.raises(AssertionError, match=r"gives 13: your graph iteration is the first launch "
+    with pytest.raises(AssertionError, match=r"gives 12: your graph iteration is the first launch "
                                              r"after the upload"):
         check_pays_off(lambda ph, e: _answer(_setup(ph), e - ph["uploaded_first_launch"].median))
 
 
+def test_rejects_pythons_round_which_rounds_a_quarter_down():
+    # 10.25 iterations: round() gives 10, after which the graph has not yet paid
+    with pytest.raises(AssertionError, match=r"^for a made-up graph .* your function gives 10: after 10 "
+                                             r"iterations the graph has not yet paid .* Round up"):
+        check_pays_off(lambda ph, e: round(_setup(ph) / (e - ph["steady_launch"].median)))
+
+
+def test_rejects_a_division_by_a_saving_of_exactly_zero():
+    def no_guard_for_zero(ph, e):
+        saving = e - ph["steady_launch"].median
+        if saving < 0:                       # forgets the iteration that saves exactly nothing
+            return None
+        return math.ceil(_setup(ph) / saving)
+    with pytest.raises(AssertionError, match=r"^for the same made-up graph against an eager iteration "
+                                             r"of 150 µs, exactly its steady launch, your function "
+                                             r"divided by zero"):
+        check_pays_off(no_guard_for_zero)
+
+
+def test_rejects_infinity_where_a_saving_of_zero_never_pays_off():
+    def infinite(ph, e):
+        saving = e - ph["steady_launch"].median
+        if saving < 0:
+            return None
+        return math.inf if saving == 0 else math.ceil(_setup(ph) / saving)
+    with pytest.raises(AssertionError, match=r"^for the same made-up graph against an eager iteration "
+                                             r"of 150 µs, .* Return None there \(your function gave inf"):
+        check_pays_off(infinite)
+
+
 def test_rejects_a_count_where_the_graph_never_pays_off():
     with pytest.raises(AssertionError, match=r"^for the same made-up graph against an eager iteration "
-                                             r"of 100 µs, .* Return None there \(your function gave -46"):
+                                             r"of 100 µs, .* Return None there \(your function gave -41"):
         check_pays_off(lambda ph, e: _setup(ph) / (e - ph["steady_launch"].median))
 
 

@@ -189,3 +189,63 @@ def test_a_loop_that_returns_latencies_in_nanoseconds_is_rejected(stream):
     with pytest.raises(AssertionError, match=r"median latency is [\d,]+, but a replay takes about "
                                              r"\d+ µs[\s\S]*In what unit does your clock count\?"):
         nb07.check_capstone(_steps, decode, stream)
+
+
+def test_gpu_event_timing_is_a_right_answer(stream):
+    def decode(ex, launches, s):
+        lat = []
+        for _ in range(launches):
+            start, end = labkit.Event(), labkit.Event()
+            start.record(s)
+            ex.launch(s)
+            end.record(s)
+            end.synchronize()
+            lat.append(1000 * start.elapsed_ms(end))
+        return lat
+    done = nb07.check_capstone(_steps, decode, stream)
+    assert sorted(done) == [1, 3, 5]
+
+
+def test_one_mean_repeated_as_every_replays_latency_is_rejected(stream):
+    # each replay launched and waited for, but one figure, the mean, returned for all of them
+    def decode(ex, launches, s):
+        t0 = labkit.host_us()
+        for _ in range(launches):
+            ex.launch(s)
+            s.synchronize()
+        return [(labkit.host_us() - t0) / launches] * launches
+    with pytest.raises(AssertionError, match=r"^for k = 1 every replay has the same latency, [\d.]+ µs, "
+                                             r"but the check made replay 2's launch call about \d+ µs "
+                                             r"slower on purpose: one figure for all of them"):
+        nb07.check_capstone(_steps, decode, stream)
+
+
+def test_a_clock_started_after_the_launch_call_is_rejected(stream):
+    def decode(ex, launches, s):
+        lat = []
+        for _ in range(launches):
+            ex.launch(s)
+            t0 = labkit.host_us()
+            s.synchronize()
+            lat.append(labkit.host_us() - t0)
+        return lat
+    with pytest.raises(AssertionError, match=r"^for k = 1 the check made replay 2's launch call about "
+                                             r"\d+ µs slower on purpose, but your latency for it is "
+                                             r"only -?[\d.]+ µs above the others'[\s\S]*Where does "
+                                             r"your clock start\?"):
+        nb07.check_capstone(_steps, decode, stream)
+
+
+def test_gpu_events_recorded_after_the_launch_are_rejected(stream):
+    def decode(ex, launches, s):
+        lat = []
+        for _ in range(launches):
+            start, end = labkit.Event(), labkit.Event()
+            ex.launch(s)
+            start.record(s)            # after the replay in stream order: times nothing
+            end.record(s)
+            end.synchronize()
+            lat.append(1000 * start.elapsed_ms(end))
+        return lat
+    with pytest.raises(AssertionError, match=r"median latency is [\d.]+ µs, but a replay takes about"):
+        nb07.check_capstone(_steps, decode, stream)

@@ -112,3 +112,18 @@ def test_counting_the_idle_iteration_is_rejected(stream):
 def test_a_loop_that_never_stops_is_ended_by_the_guard_and_rejected(stream):
     with pytest.raises(AssertionError, match=r"^starting from left = 0 the loop never stopped"):
         nb08.check_countdown(never_stops, stream)
+
+
+@labkit.kernel
+def all_at_once(left, runs, h):        # every unit in the first iteration, then stop
+    runs[0] += left[0]
+    left[0] = 0
+    set_condition(h, 0)
+
+
+def test_doing_all_the_work_in_one_iteration_is_rejected_as_such(stream):
+    # right from 0 and 1 (one iteration is what they take); from 3, one iteration did it all:
+    # the message is about the work per iteration, not about idle iterations
+    with pytest.raises(AssertionError, match=r"^starting from left = 3 the loop did its 3 units of "
+                                             r"work in 1 iteration: here an iteration is one unit"):
+        nb08.check_countdown(all_at_once, stream)

@@ -108,3 +108,62 @@ def test_check_rejects_the_fixed_decode_run_under_the_eager_switch():
         with pytest.raises(AssertionError, match=r"^the tokens are right, but decode launched a "
                                                  r"graph 0 times"):
             nb09.check_decode(decode, s)
+
+
+def _solution_with(old, new):
+    """The notebook's solution with one line changed: a newcomer's variant of it."""
+    solution = code("09", "solution")
+    assert old in solution, old
+    ns = _namespace()
+    exec(solution.replace(old, new), ns)
+    return ns["decode"], ns["stream"]
+
+
+def test_check_rejects_a_decode_that_captures_the_step_again_every_token():
+    decode, s = _solution_with(
+        "        step(stream)\n",
+        "        again = labkit.captured(one_token)\n"
+        "        again.capture(stream)\n"
+        "        again(stream)\n"
+        "        stream.synchronize()\n"
+        "        again.close()\n")
+    with pytest.raises(AssertionError, match=r"^the tokens are right, but decode captured 9 times "
+                                             r"for 8 tokens[\s\S]*Capture before the loop$"):
+        nb09.check_decode(decode, s)
+
+
+def test_check_rejects_a_decode_that_frees_the_scratch_before_waiting_for_the_replays():
+    free_line = '    check(rt.cudaFree(scratch), "cudaFree")   # bug 2 fixed: free after the executable is gone\n'
+    solution = code("09", "solution")
+    assert free_line in solution
+    moved = solution.replace(free_line, "").replace(
+        "        step(stream)\n    stream.synchronize()\n",
+        "        step(stream)\n" + free_line + "    stream.synchronize()\n")
+    assert moved != solution.replace(free_line, "")
+    ns = _namespace()
+    exec(moved, ns)
+    with pytest.raises(AssertionError, match=r"^decode freed a buffer while replays that use it were "
+                                             r"still queued on the stream"):
+        nb09.check_decode(ns["decode"], ns["stream"])
+
+
+def test_a_decode_that_frees_after_waiting_but_before_closing_the_executable_passes():
+    # CUDA's rule is that memory be valid while a launch uses it: waited for, it is free to go
+    free_line = '    check(rt.cudaFree(scratch), "cudaFree")   # bug 2 fixed: free after the executable is gone\n'
+    solution = code("09", "solution")
+    moved = solution.replace(free_line, "").replace(
+        "    stream.synchronize()\n    tokens =",
+        "    stream.synchronize()\n" + free_line + "    tokens =")
+    ns = _namespace()
+    exec(moved, ns)
+    nb09.check_decode(ns["decode"], ns["stream"])
+
+
+def test_a_half_fix_that_copies_the_token_but_leaves_the_position_is_told_about_the_position():
+    decode, s = _solution_with(
+        "    ex09.start(m, prompt_token)               # bug 1 fixed: copy INTO the captured buffers\n",
+        "    m.state['tok'].copy_to_device(np.array([prompt_token], np.int32))\n")
+    with pytest.raises(AssertionError, match=r"^the tokens differ from numpy's from token \d+ on "
+                                             r"[\s\S]*the graph's position buffer holds 9, not 8: the "
+                                             r"replays did not start from position 0"):
+        nb09.check_decode(decode, s)

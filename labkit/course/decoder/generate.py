@@ -22,7 +22,8 @@ class DecodeResult:
     """Generated ``tokens``; each decode step's host latency ``token_us`` (launch to done);
     the one-off ``setup_us`` (capture + instantiate + upload for a graph; 0 for eager); the
     ``kernels_per_token``; and ``prefill_us``, the eager prefill of the prompt's tokens but
-    the last (0 for a one-token prompt).
+    the last (0 for a one-token prompt); ``note``, what a framework's row says about itself
+    (whether PyTorch really replayed CUDA graphs).
 
     Time to first token is the prefill and the first step; the inter-token latencies are the
     steps after it."""
@@ -31,6 +32,7 @@ class DecodeResult:
     setup_us: float
     kernels_per_token: int
     prefill_us: float = 0.0
+    note: str = ""           # what a framework's row must say about itself (graphs used or not)
 
     @property
     def tokens_per_s(self) -> float:

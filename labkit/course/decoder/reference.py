@@ -103,11 +103,15 @@ def torch_generate(m: Model, prompt, n_tokens: int, graph: bool = False,
         hist.index_copy_(0, pos, nxt)
         pos.add_(1)
 
+    # warm up on a side stream, as PyTorch's CUDA-graph notes do: the side stream first waits
+    # for the current stream (which made the tensors above), and the current stream for it after
     s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
         for _ in range(warmup):
             pos.zero_()
             one_step()
+    torch.cuda.current_stream().wait_stream(s)
     torch.cuda.synchronize()
     run, setup = one_step, 0.0
     if graph:

@@ -12,11 +12,14 @@ simulator's own cost model, for shapes no simulator could hold:
   kernel for the other launch paths (a C++ ``<<<>>>`` launch and PyTorch's eager dispatch,
   from notebook 07's reference data);
 * eager launches overlap the GPU's work, so an eager token takes the longer of the host's
-  launches and the GPU's kernels; a graph token takes one graph launch and the GPU's kernels
-  with the graph's gap between nodes.
+  launches and the GPU's kernels; a graph token takes one graph launch and the GPU's kernels.
+  Both sides pay the same gap between one kernel and the next on the GPU, the one measured
+  between graph nodes (``graph_node_gap_us``): the calibration measures no eager gap, and a
+  model that charged the graph a gap and eager launches none would favour eager launches.
 
-What the model leaves out is where the published gains at real size come from: the GPU-side
-gap an eagerly launched kernel leaves before the next, and the host's own per-token work.
+What the model leaves out is where the published gains at real size come from: the larger
+GPU-side gap an eagerly launched kernel leaves before the next, the host's own per-token work,
+and (in a framework's figure) what its compiler fuses while it captures.
 """
 from __future__ import annotations
 
@@ -70,7 +73,7 @@ def step_bytes(c: Config, itemsize: int) -> list[tuple[str, int, int]]:
 @dataclass
 class Priced:
     """One size, priced: the step's ``kernels``, ``gb`` read and written per token, the GPU's
-    ``gpu_us`` per token, per launch path the host's launch time per token (``host_us``) and
+    ``gpu_us`` per token (its kernels and the gaps between them), per launch path the host's launch time per token (``host_us``) and
     the modelled ``speedup`` of a graph over eager launches, and the graph's own launch
     (``graph_launch_us``, one ``cudaGraphLaunch`` of the step)."""
     label: str
@@ -88,14 +91,15 @@ def price(c: Config, itemsize: int, label: str, P=None) -> Priced:
     ref = {r["label"]: r["value"] for r in _reference_data.load("07")["figures"]}
     rows = step_bytes(c, itemsize)
     bw = P["device_GBps"] * 1e3                       # bytes per µs
-    gpu = sum(P["decode_kernel_us"] + b / bw for _, _, b in rows)
     n = len(rows)
+    # each kernel's floor and bytes, and the gap before the next: the same on both sides
+    gpu = sum(P["decode_kernel_us"] + b / bw for _, _, b in rows) + n * P["graph_node_gap_us"]
     host = {"numba": sum(P["numba_launch_us"] + P["numba_launch_per_array_us"] * max(a - 1, 0)
                          for _, a, _ in rows),
             "C++": n * ref["C++ <<<>>> launch, per kernel"],
             "PyTorch": n * ref["PyTorch eager op, per kernel"]}
     launch = P["graph_launch_base_us"] + P["graph_launch_per_node_us"] * n
-    graph = launch + P["launch_latency_us"] + gpu + n * P["graph_node_gap_us"]
+    graph = launch + P["launch_latency_us"] + gpu
     speed = {k: (max(h, gpu) + P["launch_latency_us"]) / graph for k, h in host.items()}
     return Priced(label, n, sum(b for _, _, b in rows) / 1e9, gpu, host, speed, launch)
 

@@ -17,15 +17,18 @@ from labkit import timing
 from labkit.measure.stats import Stats
 from labkit.course import workloads
 
-__all__ = ["check_pays_off", "MADE_UP", "MADE_UP_EAGER_US", "NEVER_EAGER_US"]
+__all__ = ["check_pays_off", "MADE_UP", "MADE_UP_EAGER_US", "NEVER_EAGER_US", "EVEN_EAGER_US"]
 
 #: A made-up graph whose setup parts and launch costs are far enough apart that each usual
-#: mistake gives a different answer (µs). Setup 2,300, saving 200 per iteration: 11.5, so 12.
-MADE_UP = {"capture": 1400.0, "instantiate": 500.0, "upload": 400.0, "first_launch": 600.0,
+#: mistake gives a different answer (µs). Setup 2,050, saving 200 per iteration: 10.25, so 11.
+#: The fraction is under a half, so ``round()`` (10) is told apart from rounding up.
+MADE_UP = {"capture": 1200.0, "instantiate": 450.0, "upload": 400.0, "first_launch": 500.0,
            "uploaded_first_launch": 170.0, "steady_launch": 150.0, "launch_call": 50.0}
 MADE_UP_EAGER_US = 350.0
 #: The same graph against an eager iteration cheaper than its launch: it never pays off.
 NEVER_EAGER_US = 100.0
+#: ... and against one that costs exactly a graph iteration: it saves nothing, never pays off.
+EVEN_EAGER_US = 150.0
 
 
 def _phases(values: dict):
@@ -92,13 +95,20 @@ def _matches(answer: float, wrong: float) -> bool:
 
 def _judge(fn, values: dict, eager: float, where: str) -> None:
     ph = _phases(values)
-    got = _number(fn(ph, eager), where)
     saving = eager - values["steady_launch"]
+    try:
+        answer = fn(ph, eager)
+    except ZeroDivisionError:
+        raise AssertionError(
+            f"for {where}, your function divided by zero: an iteration that saves nothing "
+            "(eager and graph iterations cost the same) never pays the setup back. What should "
+            "it return then?") from None
+    got = _number(answer, where)
     if saving <= 0:
         if got is not None:
             raise AssertionError(
-                f"for {where}, a graph iteration ({values['steady_launch']:g} µs) costs more than "
-                f"an eager one ({eager:g} µs): nothing is saved, so the setup is never paid back. "
+                f"for {where}, a graph iteration ({values['steady_launch']:g} µs) costs as much as "
+                f"an eager one ({eager:g} µs) or more: nothing is saved, so the setup is never paid back. "
                 f"Return None there (your function gave {got:g})")
         return
     want = _setup(values) / saving
@@ -108,7 +118,7 @@ def _judge(fn, values: dict, eager: float, where: str) -> None:
                              "not None")
     if _right(got, want):
         return
-    if got == math.floor(want) or got == round(want) and got < want:
+    if got < want and (got == math.floor(want) or got == round(want)):
         raise AssertionError(f"for {where} your function gives {got:g}: after {got:g} iterations "
                              "the graph has not yet paid for its whole setup. Round up, not down")
     for wrong, why in _mistakes(values, eager):
@@ -136,11 +146,13 @@ def check_pays_off(pays_off_after) -> None:
     if not callable(pays_off_after):
         raise ValueError(f"pass your function itself, check_pays_off(pays_off_after), not its "
                          f"result ({pays_off_after!r})")
-    _judge(pays_off_after, MADE_UP, MADE_UP_EAGER_US, "a made-up graph (capture 1400, "
-           "instantiate 500, upload 400 µs; steady launch 150, launch call alone 50 µs; eager "
+    _judge(pays_off_after, MADE_UP, MADE_UP_EAGER_US, "a made-up graph (capture 1200, "
+           "instantiate 450, upload 400 µs; steady launch 150, launch call alone 50 µs; eager "
            "iteration 350 µs)")
     _judge(pays_off_after, MADE_UP, NEVER_EAGER_US, "the same made-up graph against an eager "
            "iteration of 100 µs")
+    _judge(pays_off_after, MADE_UP, EVEN_EAGER_US, "the same made-up graph against an eager "
+           "iteration of 150 µs, exactly its steady launch")
     values, eager = _measure_chain(10)
     where = "the 10-kernel chain measured just now"
     _judge(pays_off_after, values, eager, where)

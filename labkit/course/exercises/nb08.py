@@ -68,6 +68,12 @@ def check_countdown(countdown, stream, starts=STARTS) -> dict:
                 raise AssertionError(
                     f"starting from left = {k} the loop did {r} units of work, not {k}: count a "
                     "unit (runs[0] += 1) only in an iteration that takes one from left[0]")
+            if it < max(k, 1):
+                raise AssertionError(
+                    f"starting from left = {k} the loop did its {k} units of work in {it} "
+                    f"iteration{'s' if it != 1 else ''}: here an iteration is one unit of work "
+                    "(in the decoder, one step makes one token), so a start of k takes k "
+                    "iterations. How much should one iteration take from left[0]?")
             if it != max(k, 1):
                 raise AssertionError(
                     f"starting from left = {k} the loop ran {it} iterations for {k} "

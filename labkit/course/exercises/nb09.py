@@ -24,6 +24,7 @@ from ..._captured import captured
 from ..._eager import graphs_are_eager
 from ..._errors import CudaError, check
 from ..._kernel import to_device
+from ..._handles import stream_handle
 from ...backend import is_gpu, rt
 
 __all__ = ["RawArray", "raw_array", "new_model", "start", "variant", "broken_decode",
@@ -148,7 +149,9 @@ def check_decode(decode, stream) -> np.ndarray:
     it returns must be numpy's for `PROMPT`. Returns them."""
     m = new_model()
     want = dec.reference_generate(m, PROMPT, N_TOKENS)
-    launch, replays = rt.cudaGraphLaunch, [0]
+    pos0 = m.state["pos"]          # the position buffer a decode that rebinds nothing captures
+    launch, begin, free = rt.cudaGraphLaunch, rt.cudaStreamBeginCapture, rt.cudaFree
+    replays, captures, early_frees = [0], [0], []
     # With the eager switch on from outside (LABKIT_GRAPHS=eager, or decode run under
     # labkit.eager() by whoever calls the check), no graph is meant to launch: count only when off.
     switched_on = graphs_are_eager()
@@ -156,8 +159,23 @@ def check_decode(decode, stream) -> np.ndarray:
     def counted_launch(*args, **kwargs):
         replays[0] += 1
         return launch(*args, **kwargs)
+
+    def counted_begin(*args, **kwargs):
+        captures[0] += 1
+        return begin(*args, **kwargs)
+
+    def watched_free(ptr, *args, **kwargs):
+        # a buffer freed while replays queued on the decode stream have not finished: on a GPU
+        # cudaFree happens to wait for them, but nothing in the code does
+        raw = {a.ptr for a in m.state.values() if isinstance(a, RawArray)}
+        if (replays[0] and int(ptr) in raw
+                and int(rt.cudaStreamQuery(stream_handle(stream))[0]) == 600):
+            early_frees.append(int(ptr))
+        rt.cudaGetLastError()
+        return free(ptr, *args, **kwargs)
     try:
-        rt.cudaGraphLaunch = counted_launch
+        rt.cudaGraphLaunch, rt.cudaStreamBeginCapture = counted_launch, counted_begin
+        rt.cudaFree = watched_free
         got = decode(m, PROMPT, N_TOKENS, stream)
     except CudaError as e:
         rt.cudaGetLastError()
@@ -173,7 +191,12 @@ def check_decode(decode, stream) -> np.ndarray:
                 "the code has let it go, and who keeps it alive?") from None
         raise AssertionError(f"decode raised {e.name} ({e.code}): {e.hint}") from None
     finally:
-        rt.cudaGraphLaunch = launch
+        rt.cudaGraphLaunch, rt.cudaStreamBeginCapture, rt.cudaFree = launch, begin, free
+    if early_frees:
+        raise AssertionError(
+            "decode freed a buffer while replays that use it were still queued on the stream "
+            "(launched, not yet waited for). A graph's memory must stay valid until every "
+            "launch that uses it has finished: what must happen before the free?")
     _refuse_a_leak(m)
     got = np.asarray(got).reshape(-1)
     if got.shape != want.shape:
@@ -181,6 +204,12 @@ def check_decode(decode, stream) -> np.ndarray:
                              f"{N_TOKENS} tokens it generated")
     if not np.array_equal(got, want):
         first = int(np.argmax(got != want))
+        if m.state.get("pos") is pos0 and int(pos0.copy_to_host()[0]) != N_TOKENS:
+            raise AssertionError(
+                f"the tokens differ from numpy's from token {first} on (got {got.tolist()}, "
+                f"numpy {want.tolist()}). After {N_TOKENS} tokens the graph's position buffer "
+                f"holds {int(pos0.copy_to_host()[0])}, not {N_TOKENS}: the replays did not "
+                "start from position 0. What did the warm-up leave in it?")
         raise AssertionError(
             f"the tokens differ from numpy's from token {first} on (got {got.tolist()}, numpy "
             f"{want.tolist()}). The graph ran without an error, so it computed from the wrong "
@@ -191,4 +220,9 @@ def check_decode(decode, stream) -> np.ndarray:
             f"the tokens are right, but decode launched a graph {replays[0]} times for "
             f"{N_TOKENS} tokens: it ran the step without its graph, which hides the bugs "
             "instead of fixing them. Keep the capture, and replay it once per token")
+    if not switched_on and captures[0] > 1:
+        raise AssertionError(
+            f"the tokens are right, but decode captured {captures[0]} times for {N_TOKENS} "
+            "tokens: a capture and its instantiation cost far more than a replay, so a graph "
+            "pays only when it is captured once and replayed. Capture before the loop")
     return got
