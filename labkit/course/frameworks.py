@@ -40,7 +40,8 @@ from .decoder.kernels import EPS
 __all__ = ["ATTENTION", "step_launches", "PiecewiseStep", "generate_piecewise",
            "mlp_block", "mlp_reference", "NVTX_PHASES", "nvtx_range_us",
            "torch_compile_generate", "cupy_capture_generate", "torch_compile_capture_check",
-           "flag_above", "halve_or_add", "HostDecision", "sources", "sources_note"]
+           "flag_above", "halve_or_add", "HostDecision", "sources", "sources_note", "reports",
+           "reports_note"]
 
 NVTX_PHASES = tuple(_nvtx.PHASES)       # labkit's NVTX ranges, in the domain _nvtx.DOMAIN
 
@@ -464,11 +465,46 @@ class HostDecision:
 
 # ------------------------------------------------------------------ where the rules were read
 
+def _data() -> dict:
+    text = (resources.files("labkit.course.reference") / "frameworks.json").read_text("utf-8")
+    return json.loads(text)
+
+
 def sources() -> list[dict]:
     """The framework files the course read for its rules, one row per file: framework, repo,
     path, commit, the day read and the facts taken from it (``reference/frameworks.json``)."""
-    text = (resources.files("labkit.course.reference") / "frameworks.json").read_text("utf-8")
-    return json.loads(text)["sources"]
+    return _data()["sources"]
+
+
+def reports() -> list[dict]:
+    """Figures the frameworks reported about their own graphs (label, value, unit, source)."""
+    return _data()["reports"]
+
+
+class _ReportsNote:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def __repr__(self):
+        return "\n".join(["Reported by the frameworks (not measured by the course):"]
+                         + [f"  {r['label']}: {r['value']} {r['unit']}".rstrip()
+                            + f"  [{r['source']}]" for r in self.rows])
+
+    def _repr_html_(self):
+        import html
+        rows = "".join(f"<tr><td>{html.escape(r['label'])}</td><td style='text-align:right'>"
+                       f"{html.escape(str(r['value']))} {html.escape(r['unit'])}</td>"
+                       f"<td><small>{html.escape(r['source'])}</small></td></tr>"
+                       for r in self.rows)
+        return ('<div class="labkit-reference" style="border-left:4px solid #4a7fb5;'
+                'background:#eef4fb;color:#222;padding:6px 10px;margin:4px 0">'
+                "<b>Reported by the frameworks (not measured by the course)</b>"
+                f"<table style='margin:4px 0'>{rows}</table></div>")
+
+
+def reports_note():
+    """The frameworks' own reports as one note, each figure with its source."""
+    return _ReportsNote(reports())
 
 
 class _SourcesNote:

@@ -100,7 +100,7 @@ stream = labkit.Stream()
 # check your version's source before relying on a detail.
 
 # %%
-fw.sources_note()
+fw.sources_note("llama.cpp", "vLLM", "PyTorch")
 
 # %% [markdown]
 # ## 2. A graphed callable, and its overwritten outputs

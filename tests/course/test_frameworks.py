@@ -155,12 +155,20 @@ def test_the_torch_compile_check_says_it_needs_a_gpu_on_the_simulator():
 
 def test_every_framework_source_names_its_repository_file_commit_day_and_facts():
     rows = fw.sources()
-    assert {r["framework"] for r in rows} == {"llama.cpp", "vLLM", "PyTorch"}
+    assert {r["framework"] for r in rows} == {"llama.cpp", "vLLM", "PyTorch", "NCCL"}
     for r in rows:
         assert r["repo"].count("/") == 1 and r["path"] and r["facts"], r
-        assert len(r["commit"]) == 40 or r["commit"].startswith("merged"), r
+        assert len(r["commit"]) == 40 or r["commit"].startswith(("merged", "documentation")), r
         assert len(r["read"]) == 10 and r["read"][:2] == "20", r
     text = repr(fw.sources_note("vLLM"))
     assert "vllm/config/compilation.py" in text and "llama.cpp" not in text
     with pytest.raises(ValueError, match=r"^no sources recorded"):
         fw.sources_note("TensorRT-LLM")
+
+
+def test_every_reported_figure_names_its_source_and_the_note_says_they_are_not_measured():
+    rows = fw.reports()
+    assert rows and all(r["label"] and str(r["value"]) and r["source"] for r in rows)
+    text = repr(fw.reports_note())
+    assert text.startswith("Reported by the frameworks (not measured by the course):")
+    assert all(r["source"] in text for r in rows)
