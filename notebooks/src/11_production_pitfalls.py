@@ -277,9 +277,9 @@ plt.show()
 # only the warm-up moves it out. With the warm-up, global mode still loses a capture to the
 # loader's allocation; thread-local mode loses none. Look at the global-mode column with
 # warm-up: one rank captured and the other did not. On a real cluster that is rule 1 broken,
-# and the next replay hangs. An engine therefore treats a failed capture on any rank as a failure
-# of all (vLLM and SGLang capture every size on every rank in the same order, and stop at start-up
-# if one fails).
+# and the next replay hangs. An engine therefore captures the same sizes in the same order on
+# every rank, and treats a capture that fails on one rank as a failed start-up, never as a reason
+# for that rank alone to run eagerly.
 #
 # PyTorch adds its own care: before a capture it waits for NCCL work still pending, and XLA
 # makes a warm-up iteration for NCCL set-up before it captures. Documented, not demonstrated
