@@ -4,9 +4,10 @@ A graph bakes its shapes in. A server whose batch size changes from request to r
 captures one graph per shape (`GraphCache` without buckets), or pads each request up to the next
 of a few captured sizes, as vLLM's capture sizes do (`GraphCache` with ``buckets``). A step whose
 graph changes now and then is kept current with `UpdatingGraph`, by llama.cpp's rule: replay
-while the step is unchanged; capture a changed step again and update the executable
-(``cudaGraphExecUpdate``), or instantiate where the update fails; after several changed steps in a
-row run eagerly, and use graphs again once the step is stable.
+while the step is unchanged; run a changed step eagerly, and capture it once it repeats, updating
+the executable (``cudaGraphExecUpdate``), or instantiating where the update fails. llama.cpp's
+first rule (capture every change, turn graphs off for good after several in a row) is kept as
+``max_changed``.
 """
 from __future__ import annotations
 
@@ -185,7 +186,7 @@ class GraphCache:
 
 
 class UpdatingGraph:
-    """One step's graph kept current, with llama.cpp's rule for a graph that keeps changing.
+    """One step's graph kept current, with llama.cpp's rule for a step whose graph changes.
 
     Each step calls ``run(record, key, stream)``. ``record(stream)`` submits the step's work, the
     same code eagerly and inside a capture; ``key`` (hashable) says what the step's graph depends
@@ -193,22 +194,24 @@ class UpdatingGraph:
     equal keys promise equal graphs, so a step whose key did not change is replayed without
     capturing anything.
 
-    A step whose key changed is captured again, and the executable is updated from the new graph
-    (``cudaGraphExecUpdate``), or the new graph instantiated where the update fails (another
-    topology). Capturing from Python costs about what launching the same kernels eagerly costs,
-    so a graph that changes at every step is dearer than no graph at all. The rule: count the
-    consecutive steps whose key changed; through ``max_changed`` of them keep capturing; from the
-    next one on run the step eagerly, capturing nothing; as soon as a step repeats the previous
-    step's key (the graph is stable again), capture it and use graphs again.
+    Capturing from Python costs about what launching the same kernels eagerly costs, so a graph
+    that changes at every step is dearer than no graph at all. Two rules decide when to capture:
 
-    llama.cpp's CUDA backend counted consecutive graph updates the same way and, after 4, stopped
-    using CUDA graphs (for good in its 2024 form; later versions run a changed graph directly and
-    use graphs again once a step comes out unchanged).
+    * ``max_changed=None`` (the default), llama.cpp's current rule, a *warm-up*: a step is
+      captured only once it repeats, that is when its key equals the previous step's. A step whose
+      key changed (and the very first step) runs eagerly and captures nothing; the next step with
+      the same key captures it, and the executable is updated from the new graph
+      (``cudaGraphExecUpdate``), or the graph instantiated where the update fails (another
+      topology). From then on the step is replayed until its key changes again.
+    * ``max_changed=N``, llama.cpp's first rule, kept as history: every changed step is captured
+      and the executable updated; after ``N`` changed steps in a row graphs are turned off for
+      good, and every later step runs eagerly.
 
     Parameters
     ----------
-    max_changed : int
-        Consecutive changed steps that are still captured; the next one runs eagerly.
+    max_changed : int or None
+        None: the warm-up rule. An int: consecutive changed steps still captured before graphs
+        are turned off for good.
 
     Attributes
     ----------
@@ -218,19 +221,31 @@ class UpdatingGraph:
         Steps in a row, up to the last one, whose key differed from the step before.
     using_graphs : bool
         Whether the last step ran as a graph.
+    warmed_up : bool
+        Warm-up rule: whether the last step repeated its predecessor's key.
+    disabled : bool
+        First rule: whether graphs are off for good.
     """
 
-    def __init__(self, max_changed: int = 4):
-        if isinstance(max_changed, bool) or int(max_changed) < 1:
-            raise ValueError(f"max_changed must be at least 1, got {max_changed!r}")
-        self.max_changed = int(max_changed)
+    def __init__(self, max_changed: int | None = None):
+        if max_changed is not None and (isinstance(max_changed, bool) or int(max_changed) < 1):
+            raise ValueError(f"max_changed must be at least 1 (or None for the warm-up rule), "
+                             f"got {max_changed!r}")
+        self.max_changed = None if max_changed is None else int(max_changed)
         self.exec: GraphExec | None = None
         self._graphs: list[Graph] = []     # the graph instantiated from, then the latest update
         self._exec_key = self._last_key = _NO_KEY
         self.replays = self.updates = self.failed_updates = self.instantiations = 0
         self.eager_steps = 0
         self.consecutive_changed = 0
-        self.using_graphs = True
+        self.using_graphs = False
+        self.warmed_up = False
+        self.disabled = False
+
+    @property
+    def rule(self) -> str:
+        """The rule in words: "warm-up" or "off after N changes"."""
+        return "warm-up" if self.max_changed is None else f"off after {self.max_changed} changes"
 
     def run(self, record, key, stream) -> str:
         """Serve one step; returns how: "replayed", "updated", "instantiated", "reinstantiated"
@@ -238,10 +253,17 @@ class UpdatingGraph:
         if not callable(record):
             raise TypeError("record must be a function record(stream) that submits the step's work")
         hash(key)                                   # a key must be hashable, as a dict key is
-        changed = self._last_key is not _NO_KEY and key != self._last_key
+        first = self._last_key is _NO_KEY
+        changed = not first and key != self._last_key
         self.consecutive_changed = self.consecutive_changed + 1 if changed else 0
         self._last_key = key
-        self.using_graphs = self.consecutive_changed <= self.max_changed
+        if self.max_changed is None:                # warm-up: graph a step once it repeats
+            self.warmed_up = not (first or changed)
+            self.using_graphs = self.warmed_up
+        else:                                       # first rule: off for good after N changes
+            self.using_graphs = not self.disabled
+            if self.consecutive_changed >= self.max_changed:
+                self.disabled = True                # this change is still captured; none after
         if not self.using_graphs:
             record(stream)
             self.eager_steps += 1
@@ -294,7 +316,8 @@ class UpdatingGraph:
         """How the steps were served so far, and the state of the rule."""
         return dict(replays=self.replays, updates=self.updates, failed_updates=self.failed_updates,
                     instantiations=self.instantiations, eager_steps=self.eager_steps,
-                    consecutive_changed=self.consecutive_changed, using_graphs=self.using_graphs)
+                    consecutive_changed=self.consecutive_changed, using_graphs=self.using_graphs,
+                    warmed_up=self.warmed_up, disabled=self.disabled)
 
     def close(self):
         """Destroy the executable and the graphs kept for it."""

@@ -11,13 +11,23 @@
 * `torch_compile_generate` and `cupy_capture_generate`: the same step through
   ``torch.compile(mode="reduce-overhead")`` and CuPy's stream capture; only on backend "cuda"
   with those packages installed (they raise otherwise, saying so).
+* `torch_compile_capture_check`: did ``reduce-overhead`` capture? Inductor's skip counter and
+  its "skipping cudagraphs" messages for a function it graphs and two it cannot (GPU only).
+* A step with a data-dependent decision, three ways (`HostDecision`): the host reads a value and
+  branches (a sync each step; cannot be captured), the step split into graphs around that
+  decision, and the decision kept on the device (one graph, no sync).
+* `sources` / `sources_note`: the framework files the course read, at the commits read
+  (``reference/frameworks.json``).
 """
 from __future__ import annotations
 
+import json
 import math
 import time
+from importlib import resources
 
 import numpy as np
+from numba import cuda
 
 from .. import _nvtx, backend
 from .._errors import check
@@ -25,7 +35,7 @@ from .._handles import stream_handle
 from ..backend import rt
 from ..backend import host_us
 from .._capture import capture
-from .._kernel import device_array
+from .._kernel import device_array, kernel
 from .decoder import step as dec_step
 from .decoder import (TPB, DecodeResult, advance, attn_out, attn_scores, generated, launches,
                       matvec, prefill, prompt_tokens, rmsnorm, silu, softmax)
@@ -33,7 +43,9 @@ from .decoder.kernels import EPS
 
 __all__ = ["ATTENTION", "step_launches", "PiecewiseStep", "generate_piecewise",
            "mlp_block", "mlp_eager_call", "mlp_reference", "NVTX_PHASES", "nvtx_range_us",
-           "torch_compile_generate", "cupy_capture_generate"]
+           "torch_compile_generate", "cupy_capture_generate", "torch_compile_capture_check",
+           "flag_above", "halve_or_add", "HostDecision", "sources", "sources_note", "reports",
+           "reports_note"]
 
 NVTX_PHASES = tuple(_nvtx.PHASES)       # labkit's NVTX ranges, in the domain _nvtx.DOMAIN
 
@@ -340,3 +352,241 @@ def cupy_capture_generate(m, prompt, n_tokens: int) -> DecodeResult:
         lat.append(host_us() - t0)
     return DecodeResult(generated(m, prompt, n_tokens), np.array(lat), setup,
                         m.cfg.kernels_per_token, pre)
+
+
+def torch_compile_capture_check(n: int = 1024, calls: int = 4) -> dict:
+    """Did ``torch.compile(mode="reduce-overhead")`` capture? For three small functions.
+
+    ``reduce-overhead`` runs a function eagerly, without a word at the default log level, when
+    it cannot graph it. Inductor counts each such skip in
+    ``torch._dynamo.utils.counters["inductor"]["cudagraph_skips"]`` and says why on its
+    ``perf_hints`` log ("skipping cudagraphs due to ..."). This compiles a function it can graph
+    and two it cannot (one mutates its input, one mixes in a CPU tensor), calls each a few times,
+    and returns ``{name: (skips counted, [messages])}``. Backend "cuda" with PyTorch only.
+    """
+    _need_gpu("torch.compile")
+    import logging
+
+    import torch
+    from torch._dynamo.utils import counters
+
+    def graphable(x):
+        return torch.relu(x) * 2.0 + 1.0
+
+    def mutates_input(x):
+        x.add_(1.0)
+        return x * 2.0
+
+    def mixes_devices(x):
+        return x.sum() + torch.ones(3).sum()          # torch.ones(3) lives on the CPU
+
+    class _Keep(logging.Handler):
+        def __init__(self):
+            super().__init__(logging.DEBUG)
+            self.messages = []
+
+        def emit(self, record):
+            msg = record.getMessage()
+            if "cudagraph" in msg:
+                self.messages.append(msg)
+
+    torch._logging.set_logs(perf_hints=True)
+    out = {}
+    try:
+        for fn in (graphable, mutates_input, mixes_devices):
+            torch._dynamo.reset()
+            keep = _Keep()
+            logging.getLogger("torch").addHandler(keep)
+            before = counters["inductor"]["cudagraph_skips"]
+            try:
+                f = torch.compile(fn, mode="reduce-overhead")
+                x = torch.randn(n, device="cuda")
+                for _ in range(calls):
+                    torch.compiler.cudagraph_mark_step_begin()
+                    f(x)
+                torch.cuda.synchronize()
+            finally:
+                logging.getLogger("torch").removeHandler(keep)
+            out[fn.__name__] = (counters["inductor"]["cudagraph_skips"] - before, keep.messages)
+    finally:
+        torch._logging.set_logs()
+    return out
+
+
+# --------------------------------------------------------- a decision that depends on the data
+
+def _flag_above_ref(grid, block, x, thr, flag):
+    flag[0] = 1 if x.reshape(-1)[0] > thr else 0
+
+
+@kernel(reference=_flag_above_ref)
+def flag_above(x, thr, flag):
+    """flag[0] = 1 if x[0] > thr else 0: the decision, taken on the device (one thread)."""
+    if cuda.grid(1) == 0:
+        flag[0] = 1 if x[0] > thr else 0
+
+
+def _halve_or_add_ref(grid, block, x, flag):
+    n = min(x.size, grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2])
+    v = x.reshape(-1)[:n]
+    if flag[0]:
+        v *= x.dtype.type(0.5)
+    else:
+        v += x.dtype.type(1)
+
+
+@kernel(reference=_halve_or_add_ref)
+def halve_or_add(x, flag):
+    """x[i] *= 0.5 if flag[0] else x[i] += 1: both branches in one kernel, chosen on the device."""
+    i = cuda.grid(1)
+    if i < x.size:
+        if flag[0]:
+            x[i] *= 0.5
+        else:
+            x[i] += 1.0
+
+
+class HostDecision:
+    """One step whose second half depends on a value the first half computes.
+
+    The step: add one to every element of ``x``; then, if ``x[0]`` exceeds ``thr``, halve every
+    element, else add one again. Three ways to run it, each ``(stream)`` per step:
+
+    * `eager`: the host waits for the GPU and reads ``x`` (what ``tensor.item()`` does), then
+      launches one branch. The wait makes it uncapturable: a sync inside a capture is refused;
+    * `split`: what a framework does around an operation it cannot capture: the first half is
+      one graph, the host reads and decides eagerly, and each branch is a graph of its own;
+    * `on_device`: the decision is a kernel (`flag_above`) and both branches one kernel
+      (`halve_or_add`) that reads the flag, so the whole step is one graph and never waits.
+
+    All three leave the same numbers in ``x``.
+    """
+
+    def __init__(self, x, thr: float, stream, grid: int = 4, block: int = 256):
+        from .workloads import add_one, scale
+        self.x, self.thr, self.grid, self.block = x, float(thr), grid, block
+        self._add_one, self._scale = add_one, scale
+        self.flag = device_array(1, np.int32)
+        self.syncs = 0
+        self.eager(stream)                             # compiled and loaded before any capture
+        stream.synchronize()
+        self._first = self._capture(stream, lambda st: add_one[grid, block, st](x))
+        self._halve = self._capture(stream, lambda st: scale[grid, block, st](x, 0.5))
+        self._add = self._capture(stream, lambda st: add_one[grid, block, st](x))
+        self._whole = self._capture(stream, self._device_step)
+
+    @staticmethod
+    def _capture(stream, record):
+        with capture(stream) as cap:
+            record(stream)
+        ex = cap.graph.instantiate()
+        ex.upload(stream)
+        return ex
+
+    def _above(self, stream) -> bool:
+        stream.synchronize()                           # .item(): wait for the GPU, then read
+        self.syncs += 1
+        return bool(self.x.copy_to_host()[0] > self.thr)
+
+    def eager(self, stream):
+        """The host decides: launch, wait, read, launch one branch."""
+        g, b, x = self.grid, self.block, self.x
+        self._add_one[g, b, stream](x)
+        if self._above(stream):
+            self._scale[g, b, stream](x, 0.5)
+        else:
+            self._add_one[g, b, stream](x)
+
+    def split(self, stream):
+        """Two graphs with the host's decision between them."""
+        self._first.launch(stream)
+        (self._halve if self._above(stream) else self._add).launch(stream)
+
+    def _device_step(self, stream):
+        g, b, x = self.grid, self.block, self.x
+        self._add_one[g, b, stream](x)
+        flag_above[1, 1, stream](x, self.thr, self.flag)
+        halve_or_add[g, b, stream](x, self.flag)
+
+    def on_device(self, stream):
+        """One graph: the decision is made by a kernel; the host never waits."""
+        self._whole.launch(stream)
+
+    def close(self):
+        for ex in (self._first, self._halve, self._add, self._whole):
+            ex.close()
+
+
+# ------------------------------------------------------------------ where the rules were read
+
+def _data() -> dict:
+    text = (resources.files("labkit.course.reference") / "frameworks.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def sources() -> list[dict]:
+    """The framework files the course read for its rules, one row per file: framework, repo,
+    path, commit, the day read and the facts taken from it (``reference/frameworks.json``)."""
+    return _data()["sources"]
+
+
+def reports() -> list[dict]:
+    """Figures the frameworks reported about their own graphs (label, value, unit, source)."""
+    return _data()["reports"]
+
+
+class _ReportsNote:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def __repr__(self):
+        return "\n".join(["Reported by the frameworks (not measured by the course):"]
+                         + [f"  {r['label']}: {r['value']} {r['unit']}".rstrip()
+                            + f"  [{r['source']}]" for r in self.rows])
+
+    def _repr_html_(self):
+        import html
+        rows = "".join(f"<tr><td>{html.escape(r['label'])}</td><td style='text-align:right'>"
+                       f"{html.escape(str(r['value']))} {html.escape(r['unit'])}</td>"
+                       f"<td><small>{html.escape(r['source'])}</small></td></tr>"
+                       for r in self.rows)
+        return ('<div class="labkit-reference" style="border-left:4px solid #4a7fb5;'
+                'background:#eef4fb;color:#222;padding:6px 10px;margin:4px 0">'
+                "<b>Reported by the frameworks (not measured by the course)</b>"
+                f"<table style='margin:4px 0'>{rows}</table></div>")
+
+
+def reports_note():
+    """The frameworks' own reports as one note, each figure with its source."""
+    return _ReportsNote(reports())
+
+
+class _SourcesNote:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def _lines(self):
+        return [(r["framework"], f"{r['repo']}: {r['path']}",
+                 r["commit"][:12] if len(r["commit"]) == 40 else r["commit"]) for r in self.rows]
+
+    def __repr__(self):
+        return "\n".join(["The rules above, as read in:"]
+                         + [f"  {f}: {p} at {c}" for f, p, c in self._lines()])
+
+    def _repr_html_(self):
+        import html
+        rows = "".join(f"<tr><td>{html.escape(f)}</td><td><code>{html.escape(p)}</code></td>"
+                       f"<td><code>{html.escape(c)}</code></td></tr>" for f, p, c in self._lines())
+        return ('<div class="labkit-reference" style="border-left:4px solid #4a7fb5;'
+                'background:#eef4fb;color:#222;padding:6px 10px;margin:4px 0">'
+                "<b>The rules above, as read in</b>"
+                f"<table style='margin:4px 0'><tr><th>framework</th><th>file</th><th>commit</th>"
+                f"</tr>{rows}</table></div>")
+
+
+def sources_note(*frameworks: str):
+    """A note naming the files (and commits) the rules were read in; all, or ``frameworks``."""
+    rows = [r for r in sources() if not frameworks or r["framework"] in frameworks]
+    if not rows:
+        raise ValueError(f"no sources recorded for {frameworks!r}")
+    return _SourcesNote(rows)

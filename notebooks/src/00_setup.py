@@ -23,7 +23,7 @@
 # 3. Read the course's plots: the timeline, and where every figure's numbers come from.
 # 4. Recognise a labkit error: CUDA's error code plus a hint that names the fix.
 #
-# About 15 minutes.
+# About 20 minutes.
 
 # %%
 import labkit            # first: it chooses the backend before numba.cuda is imported

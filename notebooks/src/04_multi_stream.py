@@ -25,7 +25,7 @@
 # 3. Measure when branches pay: small kernels that leave most of the GPU idle, run on one
 #    stream, on several streams, and as one graph, and read why from their timelines.
 #
-# About 35 minutes.
+# About 45 minutes.
 
 # %%
 import labkit            # first: it chooses the backend before numba.cuda is imported

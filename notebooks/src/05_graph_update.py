@@ -27,7 +27,7 @@
 #    executable from a new capture (`cudaGraphExecUpdate`), and recognise a failed update (a
 #    topology change, error 910).
 # 4. Compare the cost of node update, exec update, re-instantiate and re-capture against graph
-#    size, and use llama.cpp's rule for a step that keeps changing (`UpdatingGraph`).
+#    size, and use llama.cpp's warm-up rule for a step that keeps changing (`UpdatingGraph`).
 # 5. Serve varying batch sizes with `labkit.GraphCache`, one graph per shape or padded buckets,
 #    and choose buckets that serve every batch the service accepts.
 #
@@ -459,18 +459,25 @@ reference.note("05")
 # A decode loop's step is usually the same graph every time, but not always: a new prompt
 # length, a cache that grew, a batch that changed. llama.cpp's CUDA backend decides per step,
 # before capturing anything, by comparing the step's nodes (their operations, shapes and
-# addresses) with the last step's:
+# addresses) with the last step's. Its rule is a **warm-up**:
 #
-# - **unchanged**: replay the executable;
-# - **changed**: capture the step again and update the executable from it
-#   (`cudaGraphExecUpdate`), or instantiate when the update fails;
-# - **changed several steps in a row** (4 in llama.cpp): stop capturing and run the step eagerly,
-#   since from there on every capture costs about an eager run *plus* the update or the
-#   instantiation. Once a step comes out unchanged again, use graphs again. (llama.cpp's first
-#   form of the rule turned graphs off for good after 4; its current form runs every changed
-#   step eagerly and graphs it again once it repeats.)
+# - **the same as the last step**: replay the executable; if there is none yet, this is the
+#   second step in a row with this graph, so capture it now (the warm-up is complete) and
+#   instantiate it, or update the executable from it (`cudaGraphExecUpdate`), instantiating when
+#   the update fails;
+# - **changed** (and the very first step): run the step eagerly and capture nothing. A graph
+#   that changes again at the next step would never be replayed, so its capture would be wasted.
 #
-# `UpdatingGraph(max_changed=4)` is that rule. Each step calls `ug.run(record, key, stream)`:
+# A capture costs about an eager run *plus* the update or the instantiation, so the warm-up
+# spends it only on a step that has shown it repeats. Graphs are off altogether only on GPUs
+# older than Volta or when `GGML_CUDA_DISABLE_GRAPHS` is set.
+#
+# The rule used to be different: llama.cpp captured every changed step at once, counted the
+# changes in a row, and after 4 turned graphs off for good, even once the step was stable again
+# (a prompt's changing steps could leave a long decode without graphs). The course keeps that
+# first rule as `UpdatingGraph(max_changed=4)`, to measure it against the current one.
+#
+# `UpdatingGraph()` is the current rule. Each step calls `ug.run(record, key, stream)`:
 # `record(stream)` submits the step's work (the same function eagerly and inside a capture), and
 # `key` stands for what llama.cpp compares, here the number of kernels, since equal keys promise
 # equal graphs. Below, a step of 8 or 9 kernels: stable, a change now and then, then a change at
@@ -485,7 +492,7 @@ def record(k):
     return lambda st: workloads.chain(k, xu, st, GRID, BLOCK)
 
 pattern = [8, 8, 8, 9, 9, 8, 8] + [9, 8] * 4 + [9, 9, 9]
-with UpdatingGraph(max_changed=4) as ug:
+with UpdatingGraph() as ug:
     outcomes = [ug.run(record(k), k, s) for k in pattern]
     s.synchronize()
 assert np.all(xu.copy_to_host() == sum(pattern)), "every step should run its own kernels"
@@ -493,14 +500,16 @@ for t, (k, o) in enumerate(zip(pattern, outcomes)):
     print(f"step {t:2d}: {k} kernels -> {o}")
 
 # %% [markdown]
-# Steps 0–6 are the good case: replays while the step repeats, and one capture (instantiated,
-# since 8 and 9 kernels are different topologies) at each change. From step 7 the step changes
-# every time: the first four changes are still captured, then the rule runs the step eagerly.
-# At the first step that repeats its predecessor, graphs come back.
+# Read the outcomes against the rule. The first step runs eagerly, the second captures, the
+# third replays. Each change runs eagerly once and is captured at its first repeat (a new
+# instantiation here, since 8 and 9 kernels are different topologies). While the step changes at
+# every turn nothing is captured at all, and graphs come back at the first repeat.
 #
-# Does the rule pay? Each step is timed three ways on three sequences of 40 steps: eagerly, with
-# a capture at every change (the rule without its limit), and with the rule. The time per step
-# includes everything: captures, updates, instantiations, launches and the final wait.
+# Does the rule pay, and what did the change of rule buy? Each sequence of 40 steps is served
+# four ways: eagerly, with a capture at every change (no rule), with the first rule and with the
+# current one. The time per step includes everything: captures, updates, instantiations,
+# launches and the final wait. The last sequence is the case the new rule was written for: a
+# burst of changing steps (a prompt being processed), then a long stable decode.
 
 # %% tags=["key-figure"]
 STEPS = 40
@@ -508,7 +517,10 @@ sequences = {
     "stable": [K_STEP] * STEPS,
     "changes now and then": ([K_STEP] * 10 + [K_STEP + 1] * 10) * (STEPS // 20),
     "changes every step": [K_STEP, K_STEP + 1] * (STEPS // 2),
+    "a burst, then stable": [K_STEP, K_STEP + 1] * 4 + [K_STEP] * (STEPS - 8),
 }
+HOWS = {"eager": None, "re-capture every change": STEPS,
+        "first rule (off after 4)": 4, "current rule (warm-up)": None}
 
 def run_sequence(ks, how):
     """Serve one sequence of steps; returns µs per step."""
@@ -517,43 +529,49 @@ def run_sequence(ks, how):
         for k in ks:
             record(k)(s)
     else:
-        with UpdatingGraph(max_changed=4 if how == "llama.cpp's rule" else len(ks)) as upd:
+        with UpdatingGraph(max_changed=HOWS[how]) as upd:
             for k in ks:
                 upd.run(record(k), k, s)
     s.synchronize()
     return (labkit.host_us() - t0) / len(ks)
 
-HOWS = ("eager", "re-capture every change", "llama.cpp's rule")
 per_step = {name: {how: timing.Stats([run_sequence(ks, how) for _ in range(3)], label=how)
                    for how in HOWS}
             for name, ks in sequences.items()}
-print(f"{'µs per step':21s}" + "".join(f"{how:>{len(how) + 3}}" for how in HOWS))
+width = max(len(h) for h in HOWS) + 2
+print(f"{'µs per step':21s}" + "".join(f"{how:>{width}}" for how in HOWS))
 for name, row in per_step.items():
-    print(f"{name:21s}" + "".join(f"{st.median:{len(how) + 3}.1f}" for how, st in row.items()))
+    print(f"{name:21s}" + "".join(f"{st.median:{width}.1f}" for st in row.values()))
 
-fig, axes = plt.subplots(1, 3, figsize=(14, 4.9), sharey=True)   # one time axis for all three
+fig, axes = plt.subplots(1, 4, figsize=(17, 5.2), sharey=True)   # one time axis for all four
 for ax, (name, row) in zip(axes, per_step.items()):
     plot.bars(row, ax=ax, ylabel="time per step (µs)", title=name, provenance="")
-fig.suptitle(f"A step of {K_STEP} or {K_STEP + 1} kernels, {STEPS} steps, served three ways\n"
+    ax.tick_params(axis="x", labelrotation=30)
+fig.suptitle(f"A step of {K_STEP} or {K_STEP + 1} kernels, {STEPS} steps, served four ways\n"
              f"{labkit.provenance()}", y=1.06)
 plt.show()
-every = per_step["changes every step"]
-claims.graph_wins_on_a_stable_step(per_step["stable"]["llama.cpp's rule"].median,
+every, burst = per_step["changes every step"], per_step["a burst, then stable"]
+claims.graph_wins_on_a_stable_step(per_step["stable"]["current rule (warm-up)"].median,
                                    per_step["stable"]["eager"].median)
-claims.rule_beats_recapturing_every_step(every["llama.cpp's rule"].median,
+claims.rule_beats_recapturing_every_step(every["current rule (warm-up)"].median,
                                          every["re-capture every change"].median,
                                          every["eager"].median)
+claims.warm_up_recovers_after_a_burst(burst["current rule (warm-up)"].median,
+                                      burst["first rule (off after 4)"].median)
 
 # %% [markdown]
-# Read the three panels on their shared axis. A stable step is the graph's home ground: one
-# capture, then replays, far below eager. A change now and then costs one capture per change: a
-# little above the stable case, still far below eager. A step that changes every time is where
-# capturing stops paying: each step pays a capture (about an eager run) plus an instantiation, so
-# re-capturing every change costs more than not using graphs at all, while the rule gives up after
-# four changes and costs about what eager costs.
+# Read the four panels on their shared axis. A stable step is the graph's home ground: one
+# eager warm-up step, one capture, then replays, far below eager. A change now and then costs
+# one eager step and one capture per change: a little above the stable case, still far below
+# eager. A step that changes every time is where capturing stops paying: re-capturing every
+# change costs more than not using graphs at all, the first rule pays four captures before it
+# gives up, and the warm-up never captures, so it costs about what eager costs. After a burst of
+# changes the first rule has turned graphs off for good and serves the whole stable stretch
+# eagerly; the warm-up is back to replays two steps after the burst.
 #
-# **Takeaway:** replay while the step repeats; when it keeps changing, run it eagerly, and come
-# back to graphs when it settles.
+# **Takeaway:** replay while the step repeats; run a changed step eagerly and capture it only
+# once it repeats, so a step that keeps changing costs no more than eager, and a step that
+# settles gets its graph back.
 
 # %% [markdown]
 # ## 8. Shapes that vary: a cache of graphs
@@ -799,9 +817,10 @@ for h in (ex_model, ex_io, ex_pp, ex_three, g_model, g_io, g_pp, g_other, g_thre
 #   old executable keeps working, and the new graph must be instantiated.
 # - From narrowest to widest, and from cheapest to dearest: node update, exec update,
 #   re-instantiate, re-capture + instantiate. Only the node update stays flat as the graph grows.
-# - A step that keeps changing is cheaper eager: `UpdatingGraph` replays while the step repeats,
-#   captures a change, and after several changes in a row runs eagerly until the step settles
-#   (llama.cpp's rule).
+# - A step that keeps changing is cheaper eager. llama.cpp's rule, `UpdatingGraph`: replay while
+#   the step repeats, run a changed step eagerly, and capture it once it repeats (a warm-up). Its
+#   first rule, which turned graphs off for good after 4 changes in a row, lost the graphs of
+#   every stable step that followed a burst of changes.
 # - For batch sizes that vary, keep one executable per shape (`GraphCache`): exact shapes as
 #   `torch.compile` records them, or buckets as vLLM's capture sizes, which must cover every batch
 #   the service accepts. With a bounded cache the best spacing lies between the extremes: measure

@@ -22,7 +22,7 @@
 # - compare two versions in alternating rounds, so the host's drift cannot pick the winner, and
 #   decide with a short checklist.
 #
-# About 40 minutes.
+# About 60 minutes.
 
 # %%
 import numpy as np

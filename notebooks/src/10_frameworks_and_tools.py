@@ -18,6 +18,10 @@
 #   every user of one meets once: its outputs are overwritten by the next call;
 # - measure a *piecewise* step (attention eager, the rest graphed) against the full graph and eager
 #   launches, and say when a serving engine pays that price;
+# - confirm that `torch.compile(mode="reduce-overhead")` really captured, since it silently runs
+#   eagerly when it cannot;
+# - name what cannot be captured (a host sync, `.item()`, a branch on a GPU value, a new shape),
+#   say how frameworks split around it, and write a step that never waits for the GPU;
 # - open the course's timelines in Perfetto, and see labkit's phases as NVTX ranges in Nsight
 #   Systems.
 
@@ -61,31 +65,42 @@ stream = labkit.Stream()
 #
 # | idea | PyTorch | vLLM |
 # | --- | --- | --- |
-# | [capture](02_stream_capture.ipynb) | `g = torch.cuda.CUDAGraph()`, `with torch.cuda.graph(g):`, `g.replay()` | captures its model once per capture size at start-up, through `torch.cuda.graph` |
-# | [static buffers](05_graph_update.ipynb) | `make_graphed_callables` copies inputs into static tensors; a replay writes the same output tensors | each captured size reads and writes the same persistent tensors every step |
-# | [memory pool](09_when_graphs_go_wrong.ipynb) | a private pool per graph; `pool=` (or `torch.cuda.graph_pool_handle()`) shares one between graphs | all its graphs share one pool (`torch.cuda.graph_pool_handle()`), so many sizes cost little memory |
-# | [per-shape graphs and padding](05_graph_update.ipynb) | `torch.compile(mode="reduce-overhead")` records a graph per input shape (CUDA graph trees) | `cudagraph_capture_sizes`: a batch is padded up to the next captured size |
-# | [updates](05_graph_update.ipynb) | — | — |
-# | [the eager fallback](06_measuring.ipynb) | graph trees skip graphs they cannot use and run eagerly; `torch.compiler.cudagraph_mark_step_begin()` marks a new iteration | `enforce_eager`, `CUDAGraphMode.NONE`; batches above the largest captured size run eagerly |
-# | [piecewise graphs](07_capstone_decode.ipynb) (section 3 here) | `make_graphed_callables` on parts of a network ("partial-network capture") | `CUDAGraphMode.PIECEWISE` (attention, its `splitting_ops`, runs eagerly between graphs); `FULL_AND_PIECEWISE` |
+# | [capture](02_stream_capture.ipynb) | `g = torch.cuda.CUDAGraph()`, `with torch.cuda.graph(g):`, `g.replay()`; `capture_error_mode=` `"global"` (the default), `"thread_local"` or `"relaxed"` is the capture mode of notebook 09 | captures its model once per capture size at start-up, through `torch.cuda.graph` |
+# | [static buffers](05_graph_update.ipynb) | `make_graphed_callables` copies inputs into static tensors; a replay writes the same output tensors; `torch.cuda.graph(..., check_input_liveness=True)` raises at replay when an input the capture used has been freed | each captured size reads and writes the same persistent tensors every step; `cudagraph_copy_inputs=True` copies inputs into its own buffers for callers that cannot keep them (piecewise only) |
+# | [memory pool](09_when_graphs_go_wrong.ipynb) | a private pool per graph; `pool=` shares one between graphs: `torch.cuda.graph_pool_handle()`, another graph's `pool()`, or a `torch.cuda.MemPool` | all its graphs share one pool, so many sizes cost little memory |
+# | [per-shape graphs and padding](05_graph_update.ipynb) | `torch.compile(mode="reduce-overhead")` records a graph per input shape (CUDA graph trees) | `cudagraph_capture_sizes`: a batch is padded up to the next captured size. Unless you list them: 1, 2, 4, then every 8 up to 248, then every 16 from 256 up to `max_cudagraph_capture_size`, which defaults to twice `max_num_seqs`, at most 512 |
+# | [updates](05_graph_update.ipynb) | `torch.cuda.CUDAGraph(keep_graph=True)` keeps the captured graph: `raw_cuda_graph()` hands it to cuda-python to read or edit, and `instantiate()` makes the executable from it (edits after that need another `instantiate()`); graph trees record a new graph instead of updating | — |
+# | [the eager fallback](06_measuring.ipynb) | graph trees skip graphs they cannot use and run eagerly (section 5 shows how to notice); `torch.compiler.cudagraph_mark_step_begin()` marks a new iteration | `CUDAGraphMode.NONE` (`-O0`, or `enforce_eager`); batches above the largest captured size run eagerly |
+# | [piecewise graphs](07_capstone_decode.ipynb) (section 3 here) | `make_graphed_callables` on parts of a network; Inductor's graph partition (on by default) splits a compiled graph at operations tagged `cudagraph_unsafe` and graphs the rest | `CUDAGraphMode` (below) chooses full or piecewise graphs; piecewise graphs split at `splitting_ops` (the attention operations by default), or at `cudagraph_unsafe` operations with `use_inductor_graph_partition` |
 # | [conditional nodes](08_device_control_flow.ipynb) | `torch.cond()` captured by `torch.cuda.graph` becomes conditional IF nodes, in recent versions only (pytorch/pytorch#168912), in eager PyTorch and `torch.compile`'s `"eager"` and `"cudagraphs"` backends, not Inductor's; its follow-up issue (#175001) lists what does not work yet, such as random numbers inside a branch | — |
+#
+# vLLM's `CUDAGraphMode` has five values. `NONE`: no graphs. `PIECEWISE`: attention runs eagerly
+# between graphs of the rest (section 3). `FULL`: one graph for the whole step, for every batch,
+# where the attention backend supports it. `FULL_DECODE_ONLY`: full graphs for batches of decode
+# steps only, mixed prefill and decode batches eager. `FULL_AND_PIECEWISE`: full graphs for decode
+# batches and piecewise graphs for prefill and mixed batches. The optimisation level picks the
+# default: `-O0` gives `NONE`, `-O1` `PIECEWISE`, and `-O2`, the default level, gives
+# `FULL_AND_PIECEWISE` (so does `-O3`); a mode you set yourself wins over the level's.
 #
 # **In llama.cpp** (its CUDA backend, ggml-cuda)
 #
 # | idea | llama.cpp |
 # | --- | --- |
 # | [capture](02_stream_capture.ipynb) | captures a ggml graph's kernels with `cudaStreamBeginCapture` in relaxed mode |
-# | [static buffers](05_graph_update.ipynb) | reuses a graph while every node's properties (op, shapes, data addresses) match the recorded ones |
+# | [static buffers](05_graph_update.ipynb) | reuses a graph while every node's properties (op, shapes, data addresses) match the last call's |
 # | [memory pool](09_when_graphs_go_wrong.ipynb) | — |
-# | [per-shape graphs and padding](05_graph_update.ipynb) | a graph per ggml graph; a changed node means a new capture |
-# | [updates](05_graph_update.ipynb) | re-captures, then `cudaGraphExecUpdate`; re-instantiates if that fails |
-# | [the eager fallback](06_measuring.ipynb) | disables graphs after 4 consecutive updates (in the versions read), on old GPUs, or when `GGML_CUDA_DISABLE_GRAPHS` is set |
+# | [per-shape graphs and padding](05_graph_update.ipynb) | one graph per ggml graph, keyed by its first node; a graph unused for 10 seconds is evicted |
+# | [updates](05_graph_update.ipynb) | a **warm-up**: a changed ggml graph runs eagerly, and is captured at the next call that matches it; the capture then updates the executable (`cudaGraphExecUpdate`), or is instantiated if that fails |
+# | [the eager fallback](06_measuring.ipynb) | every changed call runs eagerly; graphs are off on GPUs older than Volta, for ggml graphs with nodes it cannot capture, and when `GGML_CUDA_DISABLE_GRAPHS` is set. Its first rule turned graphs off for good after 4 updates in a row ([05](05_graph_update.ipynb), section 7, measures both) |
 # | [piecewise graphs](07_capstone_decode.ipynb) (section 3 here) | — |
 # | [conditional nodes](08_device_control_flow.ipynb) | — |
 #
 # A dash means the engine has no such mechanism that we found in its code or documentation.
-# These engines change quickly: read the rows as what the versions we read do, and check your
-# version's source before relying on a detail.
+# These engines change quickly: the note below names the file and commit each row was read in;
+# check your version's source before relying on a detail.
+
+# %%
+fw.sources_note("llama.cpp", "vLLM", "PyTorch")
 
 # %% [markdown]
 # ## 2. A graphed callable, and its overwritten outputs
@@ -309,7 +324,116 @@ for n, r in gpu_rows.items():
           f"{full.tokens_per_s:.0f} tokens/s)" + (f"\n{'':30s} {r.note}" if r.note else ""))
 
 # %% [markdown]
-# ## 5. Traces in the tools practitioners use
+# ## 5. Did `torch.compile` really capture?
+#
+# `torch.compile(mode="reduce-overhead")` asks for CUDA graphs; it does not promise them. When
+# Inductor finds a reason it cannot graph a compiled function (it mutates an input, it mixes in
+# CPU tensors, its shapes keep changing, a custom operation is marked unsafe), it runs that
+# function eagerly, and at the default log level it says nothing. Your step is then exactly as
+# slow as before, and looks fine. Three ways to know:
+#
+# - **the counter**: `torch._dynamo.utils.counters["inductor"]["cudagraph_skips"]` goes up by
+#   one for every function Inductor declined to graph. Read it before and after your warm-up; it
+#   should not move;
+# - **the log**: `TORCH_LOGS="perf_hints"` (or `torch._logging.set_logs(perf_hints=True)`)
+#   prints each skip with its reason, "skipping cudagraphs due to …"; `TORCH_LOGS="cudagraphs"`
+#   shows what the graph trees record and replay;
+# - **the profile**: a replay is one `cudaGraphLaunch` per step in a Nsight Systems or PyTorch
+#   profiler trace; a column of kernel launches means eager.
+#
+# On a GPU with PyTorch, the next cell compiles three small functions and reads the counter and
+# the messages for each: one Inductor can graph, one that mutates its input, one that mixes in a
+# CPU tensor.
+
+# %%
+if labkit.backend != "cuda" or importlib.util.find_spec("torch") is None:
+    print("This check needs a GPU and PyTorch (backend 'cuda', pip install torch); this is "
+          f"backend {labkit.backend!r}.\nlabkit never falls back silently: an uncapturable "
+          "call inside labkit.capture raises, as section 6 shows.")
+else:
+    for name, (skips, messages) in fw.torch_compile_capture_check().items():
+        verdict = "graphed" if skips == 0 else f"NOT graphed ({skips} skip{'s' * (skips > 1)})"
+        print(f"{name:15s} {verdict}")
+        for m in messages[:2]:
+            print(f"{'':15s} {m}")
+
+# %% [markdown]
+# **Takeaway:** read the skip counter after warm-up, or turn on `perf_hints`: a graph you asked
+# for is not a graph you got.
+
+# %% [markdown]
+# ## 6. What cannot be captured, how frameworks split around it, and code that never waits
+#
+# A capture records work for the GPU; anything in the step that needs the *host* to see a GPU
+# result cannot be recorded, because at replay no host code runs. In a framework these are:
+#
+# | in the step | why a graph cannot hold it | what frameworks do |
+# | --- | --- | --- |
+# | a host sync: `torch.cuda.synchronize()`, `.item()`, `.cpu()`, `.tolist()`, printing a GPU value | the host waits for the GPU in the middle of the step; inside a capture the wait is refused (error 900) and the capture is invalidated | PyTorch's `torch.compile` breaks the compiled graph at `.item()` (a *graph break*) and graphs the pieces; `torch.cuda.set_sync_debug_mode("warn")` reports each sync |
+# | a branch on a GPU value: `if x.max() > t:` | the branch needs the value on the host, so it needs a sync, and a graph records only the branch taken at capture | a graph break; or `torch.cond`, which keeps both branches and decides on the GPU ([08](08_device_control_flow.ipynb)) |
+# | a new shape | launch shapes are frozen into the graph | another graph per shape, or padding to a captured size ([05](05_graph_update.ipynb)) |
+# | an operation that cannot run in a graph (CPU work, some attention kernels, a collective) | it runs on the host, or launches work whose parameters change every step | Inductor's graph partition and vLLM's `splitting_ops` leave it out and graph the pieces around it; llama.cpp runs the whole ggml graph eagerly |
+#
+# The course's toy version: a step adds one to `x`, then, if `x[0]` has grown past a threshold,
+# halves every element, else adds one again. Written as a host decision, it waits for the GPU
+# and reads `x` each step (`fw.HostDecision.eager`), and a capture of it is refused:
+
+# %%
+x_dec = labkit.to_device(np.zeros(1024, np.float32))
+decision = fw.HostDecision(x_dec, 6.0, stream)
+try:
+    with labkit.capture(stream):
+        decision.eager(stream)
+except labkit.CudaError as exc:
+    print("refused:", str(exc).splitlines()[0])
+
+# %% [markdown]
+# Two ways out. A framework **splits** the step around what it cannot capture: the first half is
+# one graph, the host reads and decides eagerly, and each branch is a graph of its own
+# (`split`). That removes launches, but still waits for the GPU once per step. The better way
+# **moves the decision onto the device**: a one-thread kernel writes the decision into a flag,
+# and one kernel holding both branches reads it (`on_device`). The whole step is then one graph,
+# and the host never waits for it: it only queues work. The three give the same numbers; what do
+# they cost per step?
+
+# %%
+STEPS_DEC = 20
+per_step_dec, finals = {}, {}
+for how in ("eager", "split", "on_device"):
+    x_dec.copy_to_device(np.zeros(1024, np.float32))
+    stream.synchronize()
+    syncs0, t0 = decision.syncs, labkit.host_us()
+    for _ in range(STEPS_DEC):
+        getattr(decision, how)(stream)
+    stream.synchronize()
+    per_step_dec[how] = (labkit.host_us() - t0) / STEPS_DEC
+    finals[how] = x_dec.copy_to_host()
+    print(f"{how:10s} {per_step_dec[how]:7.1f} µs per step, "
+          f"{decision.syncs - syncs0} waits for the GPU in {STEPS_DEC} steps")
+assert all(np.array_equal(finals["eager"], v) for v in finals.values()), "same numbers each way"
+claims.device_decision_fastest(per_step_dec["eager"], per_step_dec["split"],
+                               per_step_dec["on_device"])
+plot.bars({"host decides (eager)": per_step_dec["eager"],
+           "split: graphs around the host's decision": per_step_dec["split"],
+           "decision on the device: one graph": per_step_dec["on_device"]},
+          ylabel="time per step (µs)", title="10-3 A step with a data-dependent decision");
+plt.show()
+decision.close()
+
+# %% [markdown]
+# The split removes most launches but keeps the wait; the on-device decision removes both. Code
+# that never synchronizes keeps every value the next step needs on the GPU (the decoder's token
+# and position in [07](07_capstone_decode.ipynb) are the same idea), decides with kernels or
+# conditional nodes instead of `if` on the host, and copies a result to the host only when the
+# host needs it, asynchronously, once per many steps. In PyTorch,
+# `torch.cuda.set_sync_debug_mode("error")` turns every hidden sync in your step into an error
+# you can find.
+#
+# **Takeaway:** a value the host must see ends the graph; keep decisions on the device and the
+# whole step is one graph that never waits.
+
+# %% [markdown]
+# ## 7. Traces in the tools practitioners use
 #
 # ### Perfetto and `chrome://tracing`
 #
@@ -371,6 +495,15 @@ reference.note("10")
 #   overwritten by the next call, so copy what you keep.
 # - Piecewise capture removes most of the launch time and leaves attention, whose launch
 #   parameters depend on the batch, eager. Your piecewise step sat between eager and the full graph.
+#   vLLM chooses with `CUDAGraphMode`: `FULL_AND_PIECEWISE` (full graphs for decode batches,
+#   piecewise for the rest) by default at `-O2`, `PIECEWISE` at `-O1`, `NONE` at `-O0`.
+# - llama.cpp graphs a ggml graph only once it repeats (a warm-up) and runs a changed one eagerly;
+#   PyTorch's `keep_graph=True` and `raw_cuda_graph()` let cuda-python edit what it captured.
+# - `reduce-overhead` may silently run eagerly: read Inductor's `cudagraph_skips` counter or its
+#   `perf_hints` log after warm-up.
+# - A host sync, `.item()`, a branch on a GPU value or a new shape cannot be captured; frameworks
+#   split their graphs around them. Keeping decisions on the device makes the step one graph that
+#   never waits, and it was your fastest.
 # - Timelines export to Perfetto; NVTX ranges name labkit's phases in Nsight Systems, where
 #   `--cuda-graph-trace=node` opens a graph up.
 #

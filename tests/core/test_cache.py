@@ -165,7 +165,8 @@ def test_refresh_updates_same_topology_and_reinstantiates_on_change(stream):
     ug.close()
 
 
-def test_an_unchanged_step_is_replayed_without_capturing(stream):
+def test_warm_up_runs_the_first_step_eagerly_then_captures_once_it_repeats(stream):
+    # llama.cpp's current rule: a graph is captured only when the same step comes twice in a row
     x = labkit.to_device(np.zeros(N, np.float32))
     captured = []
 
@@ -174,39 +175,67 @@ def test_an_unchanged_step_is_replayed_without_capturing(stream):
         add_one[GRID, BLOCK, st](x)
 
     with UpdatingGraph() as ug:
-        assert [ug.run(record, "one kernel", stream) for _ in range(4)] == (
-            ["instantiated"] + ["replayed"] * 3)
+        assert ug.rule == "warm-up"
+        assert [ug.run(record, "one kernel", stream) for _ in range(5)] == (
+            ["eager", "instantiated"] + ["replayed"] * 3)
         stream.synchronize()
-    assert captured == [True]                  # recorded once, inside the capture; never eager
-    assert np.all(x.copy_to_host() == 4)
+    assert captured == [False, True]           # eager once, recorded once inside the capture
+    assert np.all(x.copy_to_host() == 5)
 
 
-def test_a_changed_step_is_captured_again_and_the_executable_updated_or_reinstantiated(stream):
+def test_warm_up_runs_a_changed_step_eagerly_and_captures_it_when_it_repeats(stream):
     x, y = (labkit.to_device(np.zeros(N, np.float32)) for _ in range(2))
+    steps = [(x, 2), (x, 2), (y, 2), (y, 2), (y, 2), (y, 3), (y, 3)]
     with UpdatingGraph() as ug:
-        out = [ug.run(_chain(buf, k), (id(buf), k), stream)
-               for buf, k in ((x, 2), (y, 2), (y, 2), (y, 3))]
+        out = [ug.run(_chain(buf, k), (id(buf), k), stream) for buf, k in steps]
         stream.synchronize()
-        assert out == ["instantiated", "updated", "replayed", "reinstantiated"]
+        assert out == ["eager", "instantiated",        # warm-up, then the first capture
+                       "eager", "updated", "replayed",  # another buffer: same topology, updated
+                       "eager", "reinstantiated"]       # another kernel count: a new topology
         assert ug.stats() == dict(replays=1, updates=1, failed_updates=1, instantiations=2,
-                                  eager_steps=0, consecutive_changed=1, using_graphs=True)
-    assert np.all(x.copy_to_host() == 2) and np.all(y.copy_to_host() == 7)
+                                  eager_steps=3, consecutive_changed=0, using_graphs=True,
+                                  warmed_up=True, disabled=False)
+    assert np.all(x.copy_to_host() == 4) and np.all(y.copy_to_host() == 12)
 
 
-def test_after_max_changed_consecutive_changes_steps_run_eagerly_until_one_repeats(stream):
-    # llama.cpp's rule: count the steps in a row whose graph changed; past the limit run eager,
-    # capture nothing; graph again once a step repeats the one before
+def test_warm_up_never_captures_a_step_that_changes_every_time(stream):
     x = labkit.to_device(np.zeros(N, np.float32))
-    ks = [2, 3, 2, 3, 2, 3, 3, 3, 2]
-    with UpdatingGraph(max_changed=2) as ug:
+    ks = [2, 3] * 4
+    with UpdatingGraph() as ug:
         out = [ug.run(_chain(x, k), k, stream) for k in ks]
         stream.synchronize()
-        assert out == ["instantiated", "reinstantiated", "reinstantiated",   # changes 1 and 2
-                       "eager", "eager", "eager",                            # changes 3, 4, 5
-                       "reinstantiated", "replayed",                         # 3 again: stable
-                       "reinstantiated"]                                     # change 1 of a new run
-        assert ug.eager_steps == 3 and ug.consecutive_changed == 1 and ug.using_graphs
-    assert np.all(x.copy_to_host() == sum(ks))     # every step ran its own kernels, eager or not
+        assert out == ["eager"] * len(ks)
+        assert ug.instantiations == 0 and ug.exec is None and not ug.using_graphs
+    assert np.all(x.copy_to_host() == sum(ks))
+
+
+def test_the_first_rule_turns_graphs_off_for_good_after_max_changed_changes_in_a_row(stream):
+    # llama.cpp's rule until early 2026: every change is captured; after N in a row, no graphs
+    # again, even once the step is stable
+    x = labkit.to_device(np.zeros(N, np.float32))
+    ks = [2, 2, 3, 2, 3, 3, 3, 3]
+    with UpdatingGraph(max_changed=2) as ug:
+        assert ug.rule == "off after 2 changes"
+        out = [ug.run(_chain(x, k), k, stream) for k in ks]
+        stream.synchronize()
+        assert out == ["instantiated", "replayed",
+                       "reinstantiated", "reinstantiated",     # changes 1 and 2: captured
+                       "eager", "eager", "eager", "eager"]     # off for good, stable or not
+        assert ug.disabled and ug.eager_steps == 4
+    assert np.all(x.copy_to_host() == sum(ks))
+
+
+def test_after_a_burst_of_changes_only_the_warm_up_rule_comes_back_to_graphs(stream):
+    x = labkit.to_device(np.zeros(N, np.float32))
+    ks = [2, 3, 4, 5, 6] + [3] * 6                 # a prompt's changing steps, then decode
+    outs = {}
+    for rule in (None, 4):
+        with UpdatingGraph(max_changed=rule) as ug:
+            outs[rule] = [ug.run(_chain(x, k), k, stream) for k in ks]
+            stream.synchronize()
+    assert outs[None][-4:] == ["replayed"] * 4
+    assert outs[4][-6:] == ["eager"] * 6
+    assert np.all(x.copy_to_host() == 2 * sum(ks))
 
 
 def test_eager_steps_capture_nothing(stream):
@@ -228,7 +257,7 @@ def test_eager_steps_capture_nothing(stream):
 
 @pytest.mark.parametrize("bad", [0, -1, True])
 def test_updating_graph_refuses_a_max_changed_below_one(bad):
-    with pytest.raises(ValueError, match=r"^max_changed must be at least 1"):
+    with pytest.raises(ValueError, match=r"^max_changed must be at least 1 \(or None"):
         UpdatingGraph(max_changed=bad)
 
 

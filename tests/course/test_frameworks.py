@@ -90,3 +90,85 @@ def test_an_nvtx_range_is_timed_in_real_microseconds():
     us = fw.nvtx_range_us(2000)
     assert 0.0 < us < 5.0
     assert fw.NVTX_PHASES == ("capture", "instantiate", "upload", "launch", "update")
+
+
+# ------------------------------------------------- a decision that depends on the data (section 6)
+
+@pytest.mark.skipif(labkit.backend != "sim", reason="compares with numba's CUDA simulator")
+@pytest.mark.parametrize("x0", [2.0, 9.0])
+def test_the_decision_kernels_references_equal_the_kernels(x0):
+    x = np.full(70, x0, np.float32)
+    for kern, args in ((fw.flag_above, (x.copy(), 6.0, np.zeros(1, np.int32))),):
+        a = [v.copy() if isinstance(v, np.ndarray) else v for v in args]
+        b = [v.copy() if isinstance(v, np.ndarray) else v for v in args]
+        kern.reference((1, 1, 1), (1, 1, 1), *a)
+        kern.simulate(1, 1, *b)
+        np.testing.assert_array_equal(a[2], b[2])
+        assert a[2][0] == (x0 > 6.0)
+    for flag in (0, 1):
+        a, b = x.copy(), x.copy()
+        fw.halve_or_add.reference((2, 1, 1), (32, 1, 1), a, np.array([flag], np.int32))
+        fw.halve_or_add.simulate(2, 32, b, np.array([flag], np.int32))
+        np.testing.assert_array_equal(a, b)
+        assert np.all(a[:64] == (x0 * 0.5 if flag else x0 + 1)) and np.all(a[64:] == x0)
+
+
+def test_the_three_ways_of_deciding_leave_the_same_numbers_and_only_on_device_never_waits():
+    s = labkit.Stream()
+    x = labkit.to_device(np.zeros(1024, np.float32))
+    hd = fw.HostDecision(x, 6.0, s)
+    finals, waits = {}, {}
+    for how in ("eager", "split", "on_device"):
+        x.copy_to_device(np.zeros(1024, np.float32))
+        s.synchronize()
+        w0 = hd.syncs
+        for _ in range(12):
+            getattr(hd, how)(s)
+        s.synchronize()
+        finals[how], waits[how] = x.copy_to_host(), hd.syncs - w0
+    hd.close()
+    want = np.float32(0)
+    for _ in range(12):                      # numpy's version of the step
+        want += 1
+        want = want * np.float32(0.5) if want > 6.0 else want + 1
+    for how, v in finals.items():
+        assert np.all(v == want), how
+    assert waits == {"eager": 12, "split": 12, "on_device": 0}
+
+
+def test_a_host_decision_cannot_be_captured():
+    s = labkit.Stream()
+    hd = fw.HostDecision(labkit.to_device(np.zeros(1024, np.float32)), 6.0, s)
+    with pytest.raises(labkit.CudaError, match=r"^synchronizing a stream: "
+                                               r"cudaErrorStreamCaptureUnsupported \(900\)"):
+        with labkit.capture(s):
+            hd.eager(s)
+    hd.close()
+
+
+def test_the_torch_compile_check_says_it_needs_a_gpu_on_the_simulator():
+    if labkit.backend == "cuda":
+        pytest.skip("on a GPU the check runs")
+    with pytest.raises(RuntimeError, match=r"^torch\.compile needs a GPU"):
+        fw.torch_compile_capture_check()
+
+
+def test_every_framework_source_names_its_repository_file_commit_day_and_facts():
+    rows = fw.sources()
+    assert {r["framework"] for r in rows} == {"llama.cpp", "vLLM", "PyTorch", "NCCL"}
+    for r in rows:
+        assert r["repo"].count("/") == 1 and r["path"] and r["facts"], r
+        assert len(r["commit"]) == 40 or r["commit"].startswith(("merged", "documentation")), r
+        assert len(r["read"]) == 10 and r["read"][:2] == "20", r
+    text = repr(fw.sources_note("vLLM"))
+    assert "vllm/config/compilation.py" in text and "llama.cpp" not in text
+    with pytest.raises(ValueError, match=r"^no sources recorded"):
+        fw.sources_note("TensorRT-LLM")
+
+
+def test_every_reported_figure_names_its_source_and_the_note_says_they_are_not_measured():
+    rows = fw.reports()
+    assert rows and all(r["label"] and str(r["value"]) and r["source"] for r in rows)
+    text = repr(fw.reports_note())
+    assert text.startswith("Reported by the frameworks (not measured by the course):")
+    assert all(r["source"] in text for r in rows)

@@ -1,4 +1,4 @@
-"""Notebook 05's claims: what each way of changing a graph costs, llama.cpp's rule against eager,
+"""Notebook 05's claims: what each way of changing a graph costs, llama.cpp's rules against eager,
 and bucketed graphs against eager launches."""
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from labkit.measure.claims import claim
 
 __all__ = ["reinstantiate_grows_with_nodes", "update_instantiate_recapture_in_order",
            "graph_wins_on_a_stable_step", "rule_beats_recapturing_every_step",
+           "warm_up_recovers_after_a_burst",
            "buckets_beat_eager", "best_spacing_in_between"]
 
 
@@ -40,6 +41,15 @@ def rule_beats_recapturing_every_step(rule_us, recapture_us, eager_us):
     return (rule_us < recapture_us,
             f"rule {rule_us:.1f} µs, re-capture every change {recapture_us:.1f} µs, "
             f"eager {eager_us:.1f} µs per step")
+
+
+@claim("after a burst of changes, the warm-up rule serves the stable steps that follow faster "
+       "than the first rule, which turned graphs off",
+       why="on this host a replay costs about what eager launches of the same kernels cost, so "
+           "getting graphs back saves nothing", look="the right-hand panel")
+def warm_up_recovers_after_a_burst(warm_up_us, first_rule_us):
+    return (warm_up_us < first_rule_us,
+            f"warm-up {warm_up_us:.1f} µs, first rule {first_rule_us:.1f} µs per step")
 
 
 @claim("the bucketed graphs serve the stream faster than eager launches",

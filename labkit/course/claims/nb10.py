@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from labkit.measure.claims import claim
 
-__all__ = ["piecewise_between", "graphed_call_cheaper", "nvtx_range_cheap"]
+__all__ = ["piecewise_between", "graphed_call_cheaper", "nvtx_range_cheap", "device_decision_fastest"]
 
 
 @claim("a piecewise step costs more per token than the full graph and less than eager launches",
@@ -30,3 +30,13 @@ def graphed_call_cheaper(eager_us, graphed_us):
        look="the cost per range printed above")
 def nvtx_range_cheap(range_us):
     return range_us < 1.0, f"{range_us:.3f} µs per range (push and pop)"
+
+
+@claim("a step whose decision stays on the device (one graph, no wait) costs less than the step "
+       "split into graphs around the host's decision, which costs less than deciding eagerly",
+       why="kernels here take longer than a launch and a wait, so the GPU's work dominates all "
+           "three", look="the three bars")
+def device_decision_fastest(eager_us, split_us, device_us):
+    return (device_us < split_us < eager_us,
+            f"per step: eager {eager_us:.1f} µs, split {split_us:.1f} µs, "
+            f"on the device {device_us:.1f} µs")
