@@ -5,6 +5,7 @@ from cuda.bindings import runtime as _cr
 
 from .. import _calibration
 from . import _capture_rules as _rules
+from . import _races
 from . import _state as S
 from . import clock as _clock
 
@@ -101,6 +102,8 @@ def cudaDeviceSynchronize():
             return (S.fail(E.cudaErrorStreamCaptureUnsupported),)
         t = max([s.ready_us for s in S.all_streams()] + [_clock.host_us()])
         _clock.api("cudaDeviceSynchronize", P("sync_us"), wait_until=t)
+        for s in S.all_streams():
+            _races.host_saw(s.vc)
         return S.OK
 
 

@@ -55,12 +55,13 @@ class Op:
     ``row``: the stream's handle (or ``(stream, graph)`` for a graph's node), for race reports.
     """
 
-    __slots__ = ("name", "row", "start", "end", "begin", "writes", "accesses", "order", "ended")
+    __slots__ = ("name", "row", "start", "end", "begin", "writes", "accesses", "ended", "key",
+                 "tick", "vc")
 
     def __init__(self, name, row, start, end, begin, order=None):
         self.name, self.row, self.start, self.end, self.begin = name, row, start, end, begin
         self.writes, self.accesses, self.ended = None, (), False
-        self.order = order       # ops of one graph launch: their index, for "ordered by an edge"
+        self.key, self.tick, self.vc = None, 0, None    # what orders it (`labkit.sim._races`)
 
 
 def schedule(op: Op) -> Op:

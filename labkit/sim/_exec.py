@@ -5,7 +5,7 @@ from cuda.bindings import runtime as _cr
 
 from . import _conditional as _cond
 from . import _graphmem, _nodes
-from . import _engine
+from . import _engine, _races
 from . import _state as S
 from . import _work
 from . import clock as _clock
@@ -130,6 +130,7 @@ def _place(x, s, earliest):
     lanes = _clock.Lanes()    # independent branches run side by side, as on CUDA's inner streams
     values = getattr(x, "cond_values", None)
     launch = next(S.ids)
+    order = _work.stamp(s)      # the launch is one piece of work on s; its nodes share it
     err = E.cudaSuccess
     for i, (ntype, payload, deps) in enumerate(x.nodes):
         t0 = max([start] + [ends[d] for d in deps]) + P("graph_node_gap_us")
@@ -148,14 +149,16 @@ def _place(x, s, earliest):
                 err = _work._record_conditional(payload, t0, out, values)
             else:
                 err, payload["_gpu_us"] = _work.record(payload["nodes"], t0, out, values)
-            _work.place_recorded(out, row)
+            _work.place_recorded(out, row, order)
         elif ntype in _graphmem.MEMORY_NODES:
             err = _graphmem.run(ntype, payload, t0)
         ends.append(t0 + (0.0 if off else _work.node_gpu_us(ntype, payload)))
         if not off and err == E.cudaSuccess and ntype in _WORK:
-            _engine.schedule(_work.op(ntype, payload, row, t0, ends[-1], name, values))
+            o = _work.op(ntype, payload, row, t0, ends[-1], name, values)
+            o.key, o.tick, o.vc = order
+            _engine.schedule(o)
         if ntype == NT.cudaGraphNodeTypeEventRecord and e is not None and not off:
-            e.time_us, e.captured = ends[-1], None
+            e.time_us, e.captured, e.vc = ends[-1], None, dict(order[2])
         lane = lanes.place(len(ends) - 1, deps, t0, ends[-1])
         if ntype not in _work.NO_SPAN and not off:
             label = (_cond.span_name(payload) if ntype == NT.cudaGraphNodeTypeConditional

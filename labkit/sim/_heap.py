@@ -13,6 +13,7 @@ None (0), or an object with the buffer protocol (its buffer's address).
 """
 from __future__ import annotations
 
+import bisect
 import ctypes
 import operator
 
@@ -55,6 +56,7 @@ class Alloc:
 
 
 allocs: dict[int, Alloc] = {}
+_version = [0]                  # bumped at every change of `allocs`
 _freed_host: list[Alloc] = []   # freed page-locked memory, kept so its address is not reused
 _next_addr = [BASE]
 
@@ -72,6 +74,7 @@ def new_alloc(nbytes, pinned=False, flags=0) -> Alloc:
         _next_addr[0] += (nbytes + 0xFFFF) & ~0xFFF | 0x10000  # never reused: stale use is seen
         a = Alloc(addr, nbytes)
     allocs[a.addr] = a
+    _version[0] += 1
     return a
 
 
@@ -97,6 +100,7 @@ def map_at(addr: int, nbytes: int) -> Alloc:
     """Back reserved address ``addr`` with fresh memory."""
     a = Alloc(addr, int(nbytes))
     allocs[addr] = a
+    _version[0] += 1
     return a
 
 
@@ -105,6 +109,7 @@ def register(addr: int, nbytes: int, flags: int) -> Alloc:
     buf = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(addr))
     a = Alloc(addr, nbytes, True, buf, flags, registered=True)
     allocs[addr] = a
+    _version[0] += 1
     return a
 
 
@@ -117,6 +122,7 @@ def release(a: Alloc) -> None:
     """Free ``a``: device memory's address is never handed out again; page-locked memory is
     kept aside, so that its address is not reused either; registered memory is the caller's."""
     allocs.pop(a.addr, None)
+    _version[0] += 1
     a.freed = True
     if a.pinned and not a.registered:
         _freed_host.append(a)
@@ -150,3 +156,26 @@ def view(addr: int, nbytes: int):
                                  for a in _freed_host):
         return None  # freed or never allocated
     return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(addr))
+
+
+# ---------------------------------------------------------------- from the bytes back to the address
+
+_real: dict = {"keys": None, "allocs": None, "n": -1}
+
+
+def simulated_address(real: int):
+    """``(allocation's address, offset)`` for a numpy view's real address ``real`` into the
+    bytes behind an allocation (what the simulator computes on); ``(real, 0)`` for plain host
+    memory. Kernels and copies work on those views; the race report names the buffer by this."""
+
+    if _real["n"] != _version[0]:          # allocations changed: index them again
+        pairs = sorted((int(a.buf.ctypes.data), a) for a in allocs.values())
+        _real["keys"] = [k for k, _ in pairs]
+        _real["allocs"] = [a for _, a in pairs]
+        _real["n"] = _version[0]
+    i = bisect.bisect_right(_real["keys"], real) - 1
+    if i >= 0:
+        a = _real["allocs"][i]
+        if real < _real["keys"][i] + max(a.nbytes, 1):
+            return a.addr, real - _real["keys"][i]
+    return real, 0

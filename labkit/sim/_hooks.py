@@ -59,6 +59,8 @@ def wait_for(stream: int) -> None:
     s = S.stream(stream)
     if s is not None and s.ready_us > clock.host_us():
         clock.api("wait", 0.0, wait_until=s.ready_us)
+    if s is not None:
+        _races.host_saw(s.vc)
 
 
 def spin() -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from cuda.bindings import runtime as _cr
 
 from .. import _calibration
-from . import _engine, _graphmem, _heap
+from . import _engine, _graphmem, _heap, _races
 from . import _state as S
 from . import _work
 from . import clock as _clock
@@ -31,6 +31,8 @@ def cudaFree(devPtr):
         return S.OK
     # cudaFree waits for the device first: work queued before it may still use the memory
     idle = max(t.ready_us for t in S.all_streams())
+    for t in S.all_streams():
+        _races.host_saw(t.vc)
     if addr in _graphmem.sizes:     # a graph allocation, freed outside any graph
         _clock.api("cudaFree", P("api_us"), wait_until=idle)
         err = _graphmem.free(addr)
@@ -185,6 +187,7 @@ def cudaMemcpy2D(dst, dpitch, src, spitch, width, height, kind):
     if err != E.cudaSuccess:
         return (err,)
     _clock.api("cudaMemcpy2D", P("sync_us"), wait_until=S.streams[0].ready_us)
+    _races.host_saw(S.streams[0].vc)
     return S.OK
 
 
@@ -214,6 +217,7 @@ def cudaMemcpy(dst, src, count, kind):
     if err != E.cudaSuccess:
         return (err,)
     _clock.api("cudaMemcpy", P("sync_us"), wait_until=S.streams[0].ready_us)
+    _races.host_saw(S.streams[0].vc)
     return S.OK
 
 

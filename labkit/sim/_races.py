@@ -1,14 +1,16 @@
-"""Data races on the simulated GPU: two operations that overlap in time, with nothing ordering
-them, one writing a buffer the other reads or writes.
+"""Data races on the simulated GPU: two operations with nothing ordering them, one writing a
+buffer the other reads or writes.
 
 No tool in CUDA's ecosystem reports these: compute-sanitizer's racecheck looks at shared memory
 inside one kernel. Here the simulator knows every op's interval on the GPU timeline and what it
 touched, so it can name both ops, their streams and the buffer:
 
-* **between streams** (`started`): when an op starts while another is still running and they
-  conflict. Two ops that overlap in time are unordered by construction: stream order, events,
-  the legacy stream's implicit synchronization and graph edges all make the later one start at
-  or after the earlier one's end;
+* **between streams** (`started`): when an op touches memory that an earlier op touched, one
+  of them writing, and nothing orders the earlier one before it: not its stream, not an event
+  it waited for, not the legacy stream's implicit synchronization, not a synchronize or a
+  finished copy the host saw before submitting it (happens-before, as vector clocks:
+  `on_submit`, `host_saw`). So a race is named even when the timing happened to hide it, as it
+  often does on a GPU until the day it does not;
 * **inside a graph** (`graph_races`): two nodes with no path between them that conflict are
   reported when the graph is instantiated, whatever their timing.
 
@@ -30,6 +32,8 @@ import textwrap
 import warnings
 from typing import NamedTuple
 
+from . import _heap
+
 
 class RaceWarning(UserWarning):
     """Two unordered GPU operations touch one buffer, at least one of them writing it."""
@@ -39,7 +43,7 @@ class Race(NamedTuple):
     """A data race: ``first`` and ``second`` (op names) on ``first_row`` and ``second_row``
     (e.g. ``stream 0x1003``, ``graph node 2``), on ``buffer`` (an argument's name and address);
     ``kind``: 'write/read', 'read/write' or 'write/write' (first's access / second's);
-    ``where``: 'streams' (they overlapped at run time) or 'graph' (unordered nodes)."""
+    ``where``: 'streams' (unordered ops at run time) or 'graph' (unordered nodes)."""
     first: str
     second: str
     first_row: str
@@ -48,6 +52,7 @@ class Race(NamedTuple):
     kind: str
     where: str
     time_us: float | None
+    address: int | None = None     # where the buffer's bytes start (the first overlapping one)
 
     def __str__(self):
         when = (f" at {self.time_us:.1f} µs (simulated)" if self.time_us is not None else "")
@@ -123,28 +128,73 @@ def _conflict(a_reads, a_writes, b_reads, b_writes):
     return None
 
 
+# ---------------------------------------------------------------- what orders what
+
+# Happens-before, as vector clocks: each stream (and the host) counts its ops; an op carries
+# what it is ordered after (`vc`): its stream's earlier work, what the host had seen finish when
+# it submitted the op, events waited for, and the legacy stream's implicit synchronization.
+_host: dict = {}
+
+
+def join(a: dict, b: dict) -> dict:
+    c = dict(a)
+    for k, v in b.items():
+        if c.get(k, 0) < v:
+            c[k] = v
+    return c
+
+
+def on_submit(s, others=()) -> tuple:
+    """A new op on stream ``s`` (after ``others``' work too: the legacy stream's rule):
+    ``(key, tick, vc)``, and ``s``'s clock moves on."""
+    vc = join(s.vc, _host)
+    for t in others:
+        vc = join(vc, t.vc)
+    key = id(s)
+    vc[key] = vc.get(key, 0) + 1
+    s.vc = vc
+    return key, vc[key], vc
+
+
+def host_saw(vc: dict) -> None:
+    """The host waited for (or saw finished) the work ``vc`` covers."""
+    _host.update(join(_host, vc))
+
+
+def _ordered(a, b) -> bool:
+    """Whether op ``a`` happens before op ``b``."""
+    return a.vc is None or b.vc is None or b.vc.get(a.key, 0) >= a.tick
+
+
+_history: dict = {}     # allocation -> [(op, lo, hi, writes?)]
+
+
 def started(op) -> None:
-    """``op`` starts now: check it against every op still running (all of them unordered with
-    it, since they overlap in time)."""
-    if op.row is None:
+    """``op`` starts now: check what it reads and writes against earlier accesses to the same
+    memory that nothing orders before it."""
+    if op.row is None or getattr(op, "vc", None) is None:
         return
-    _active[:] = [a for a in _active if not a.ended and a.end > op.start]
-    if _active:
-        reads, writes = _ranges(op)
-        for a in _active:
-            if a.end <= op.start or op.end <= a.start:
-                continue
-            hit = _conflict(*_ranges(a), reads, writes)
-            if hit is not None:
-                buffer, kind = hit
-                _report(Race(a.name, op.name, _row(a), _row(op), _buffer(buffer, a, op),
-                             kind, "streams", op.start))
-    if op.end > op.start:
-        _active.append(op)
+    reads, writes = _ranges(op)
+    for lo, hi, name, w in [(a, b, n, False) for a, b, n in reads] + \
+                           [(a, b, n, True) for a, b, n in writes]:
+        base, off = _heap.simulated_address(lo)
+        lo, hi = base + off, base + off + (hi - lo)     # in the simulated address space
+        past = _history.setdefault(base, [])
+        for a, alo, ahi, aw, aname in past:
+            if (aw or w) and a is not op and alo < hi and lo < ahi and not _ordered(a, op):
+                kind = f"{'write' if aw else 'read'}/{'write' if w else 'read'}"
+                label = aname if name.startswith(("copy ", "memset ")) else name
+                _report(Race(a.name, op.name, _row(a), _row(op), label, kind, "streams",
+                             op.start, max(lo, alo)))
+        past[:] = [e for e in past if not (e[1] >= lo and e[2] <= hi and _ordered(e[0], op)
+                                           and (w or not e[3]))]
+        past.append((op, lo, hi, w, name))
+        if len(past) > 64:        # bounded: the oldest accesses are long ordered in practice
+            del past[:len(past) - 64]
 
 
 def ended(op) -> None:
-    pass          # `started` drops ended ops lazily
+    pass
 
 
 def _buffer(name, *ops) -> str:

@@ -74,6 +74,7 @@ class Stream:
         self.capture: Capture | None = None
         self.deps: list = []
         self.destroyed = False
+        self.vc: dict = {}       # what its work so far is ordered after (`labkit.sim._races`)
 
     @property
     def blocking(self) -> bool:
@@ -87,6 +88,7 @@ class Event:
         self.time_us = None      # GPU time of completion of the recorded work
         self.captured = None     # (capture, deps) when last recorded in a capture
         self.destroyed = False
+        self.vc: dict = {}       # what the recorded work is ordered after
 
 
 class Node:

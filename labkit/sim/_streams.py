@@ -7,7 +7,7 @@ from cuda.bindings import runtime as _cr
 
 from . import _heap
 from . import _state as S
-from . import _work
+from . import _races, _work
 from . import clock as _clock
 
 E, P, NT = S.E, S.P, S.NT
@@ -63,6 +63,7 @@ def cudaStreamSynchronize(stream):
     if err is not None:
         return (err,)
     _clock.api("cudaStreamSynchronize", P("sync_us"), wait_until=s.ready_us)
+    _races.host_saw(s.vc)
     return S.OK
 
 
@@ -72,7 +73,10 @@ def cudaStreamQuery(stream):
     if err is not None:
         return (err,)
     _clock.api("cudaStreamQuery", P("api_us"))
-    return S.OK if s.ready_us <= _clock.host_us() else (E.cudaErrorNotReady,)
+    if s.ready_us > _clock.host_us():
+        return (E.cudaErrorNotReady,)
+    _races.host_saw(s.vc)
+    return S.OK
 
 
 def cudaLaunchHostFunc(stream, fn, userData):
@@ -141,6 +145,7 @@ def cudaEventRecord(event, stream):
     e.captured = None
     e.time_us = max(s.ready_us, _work.ordered_start(s, _clock.host_us()))
     s.ready_us = e.time_us
+    e.vc = dict(_work.stamp(s)[2])
     return S.OK
 
 
@@ -167,6 +172,7 @@ def cudaEventQuery(event):
         return (err,)
     _clock.api("cudaEventQuery", P("api_us"))
     if e.time_us is None or e.time_us <= _clock.host_us():
+        _races.host_saw(e.vc)
         return S.OK
     return (E.cudaErrorNotReady,)
 
@@ -186,6 +192,7 @@ def cudaEventSynchronize(event):
                    wait_until=done_at + P("blocking_sync_wake_us"), spin=False)
     else:
         _clock.api("cudaEventSynchronize", P("sync_us"), wait_until=done_at, spin=not blocking)
+    _races.host_saw(e.vc)
     return S.OK
 
 
@@ -222,4 +229,5 @@ def cudaStreamWaitEvent(stream, event, flags=0):
         return (S.fail(E.cudaErrorStreamCaptureIsolation),)
     if e.time_us is not None:
         s.ready_us = max(s.ready_us, e.time_us)
+    s.vc = _races.join(s.vc, e.vc)
     return S.OK

@@ -22,7 +22,7 @@ import numpy as np
 from cuda.bindings import runtime as _cr
 
 from . import _conditional as _cond
-from . import _engine, _graphmem, _heap
+from . import _engine, _graphmem, _heap, _races
 from . import _state as S
 from . import clock as _clock
 
@@ -49,6 +49,16 @@ def ordered_start(s, earliest: float) -> float:
     return earliest
 
 
+def stamp(s):
+    """What new work on ``s`` is ordered after: ``(key, tick, vc)`` (`labkit.sim._races`)."""
+    legacy = S.streams[0]
+    if s is legacy:
+        others = [t for t in S.all_streams() if t.blocking and not t.destroyed and t is not s]
+    else:
+        others = [legacy] if s.blocking else []
+    return _races.on_submit(s, others)
+
+
 def submit(s, ntype, payload, host_cost_us, api_name):
     """Record the work as a node when capturing, else queue it on the GPU's timeline."""
     host_cost_us += _clock.first_use("stream_first_use", s.handle)     # a new stream's warm-up
@@ -72,7 +82,9 @@ def submit(s, ntype, payload, host_cost_us, api_name):
     start = max(s.ready_us, ordered_start(s, _clock.host_us() + P("launch_latency_us")))
     s.ready_us = start + node_gpu_us(ntype, payload)
     name = payload.get("name", api_name)
-    _engine.schedule(op(ntype, payload, s.handle, start, s.ready_us, name))
+    o = op(ntype, payload, s.handle, start, s.ready_us, name)
+    o.key, o.tick, o.vc = stamp(s)
+    _engine.schedule(o)
     _clock.gpu_span(s.handle, name, start, s.ready_us, kind(ntype))
     return E.cudaSuccess
 
@@ -263,7 +275,7 @@ def _record_conditional(payload, t0, out, cond_values):
     return E.cudaSuccess
 
 
-def place_recorded(out, row) -> None:
+def place_recorded(out, row, order=(None, 0, None)) -> None:
     """Undo what `record` applied and queue each body node's writes for its own end."""
     for *_, undo in reversed(out):
         for raw, idx, old in reversed(undo):
@@ -271,5 +283,6 @@ def place_recorded(out, row) -> None:
     for name, t0, end, writes, reads, _ in out:
         o = _engine.Op(name, row, t0, end, None)
         o.accesses = reads
+        o.key, o.tick, o.vc = order
         o.begin = (lambda w=writes: w)
         _engine.schedule(o)

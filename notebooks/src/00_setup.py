@@ -192,4 +192,4 @@ result = x.copy_to_host()
 
 # %% tags=["check"]
 from labkit.course.exercises.nb00 import check_scale_then_add
-check_scale_then_add(result, x0)
+check_scale_then_add(result, x0, x)

@@ -136,6 +136,12 @@ old.close(); new.close(); template.close()
 # executable, then as two. What to look for: one executable takes about twice as long as two,
 # and in the timelines (one time axis) its two launches sit end to end, the two executables'
 # side by side.
+#
+# Side by side, the two executables add to the same buffer at the same time, with nothing
+# ordering them: a *data race* (on a GPU some additions are lost), and on the simulator you
+# see it reported as a `RaceWarning` naming both kernels and the buffer. Only time matters in
+# this demo; a real program gives each executable its own buffer, or orders them
+# ([notebook 04](04_multi_stream.ipynb) shows how).
 
 # %%
 xb = labkit.to_device(np.zeros(32, np.float32))

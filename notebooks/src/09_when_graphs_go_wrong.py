@@ -352,10 +352,16 @@ cap.graph.close()
 # `cudaMalloc`, the addresses in a raw `cudaMemcpyAsync`, memory another library owns, and
 # anything you free yourself. Below, a buffer from `cudaMalloc` is wrapped as an array
 # (`ex09.raw_array`), captured, and freed while the executable still uses it. On the simulator
-# the replay fails with CUDA's code for it, `cudaErrorIllegalAddress` (700). On a GPU the same
-# mistake either faults with 700, which is *sticky* (the process's CUDA context is unusable
-# until it restarts), or silently reads and writes whatever now lives there: so on a GPU this
-# cell only prints the error.
+# the replay faults with CUDA's code for it, `cudaErrorIllegalAddress` (700).
+#
+# **When 700 arrives, and what it leaves.** A launch only queues work, so `launch` itself
+# returns success: the fault happens later, when the kernel runs, and comes back from the next
+# call that waits for the GPU (here `synchronize`). It is *sticky*: the process's CUDA context
+# is lost, and every call after it returns 700 too, even a `cudaMalloc`. There is no way back
+# on a GPU but to restart the process (in Jupyter, restart the kernel). The simulator does the
+# same, and offers what a GPU has not, `labkit.reset_after_fault()`, so this notebook can go on.
+# On a GPU the same mistake either faults so, or silently reads and writes whatever now lives
+# there: so on a GPU this cell only prints the error.
 
 # %%
 if labkit.backend == "sim":
@@ -365,20 +371,21 @@ if labkit.backend == "sim":
         add_one[GRID, BLOCK, s](raw)
     freed_exec = cap.graph.instantiate()
     check(rt.cudaFree(p), "cudaFree")             # the executable still writes there
+    freed_exec.launch(s)                          # queued: the launch call succeeds
+    print("the launch returned: no error yet")
     try:
-        freed_exec.launch(s)
-        s.synchronize()
+        s.synchronize()                           # the fault comes back from the wait
     except labkit.CudaError as e:
         code_freed = e.code
-        print(e)
-    rt.cudaGetLastError()
+        print(first_line(e))
+    print("a cudaMalloc after it:", rt.cudaMalloc(16)[0].name, "(sticky)")
     assert code_freed == 700
+    labkit.reset_after_fault()                    # the simulator only: a GPU restarts instead
     freed_exec.close()
     cap.graph.close()
 else:
-    print(labkit.CudaError(700, "cudaGraphLaunch"))
+    print(labkit.CudaError(700, "cudaStreamSynchronize"))
 
-# %% [markdown]
 # **numba's deferred frees.** [Notebook 02](02_stream_capture.ipynb) (pitfall 6) told the story:
 # numba frees a collected array later, at a moment of its choosing, and if that moment falls
 # inside your capture the `cuMemFree` is refused and the capture is lost. Underneath is one CUDA

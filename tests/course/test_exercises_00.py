@@ -58,3 +58,75 @@ def test_the_notebooks_solution_passes_its_check():
 def test_the_notebooks_starter_fails_its_check_naming_the_order():
     with pytest.raises(AssertionError, match=r"^you got 3·\(x \+ 1\): add_one ran before scale"):
         _notebooks_exercise("starter")
+
+
+# ---------------------------------------------------------------- answers run on the backend
+# The asynchronous simulator sees what a GPU punishes only some of the time: each wrong answer
+# below is refused there (on a GPU only the values are checked, and a race may go unseen).
+
+import labkit  # noqa: E402
+from labkit.course import workloads  # noqa: E402
+
+sim_only = pytest.mark.skipif(labkit.backend != "sim", reason="the race report is the simulator's")
+
+
+def _run(answer):
+    s, s2 = labkit.Stream(), labkit.Stream()
+    x = labkit.to_device(X0)
+    result = answer(x, s, s2)
+    return result, x
+
+
+def _solution(x, s, s2):
+    workloads.scale[4, 256, s](x, 3.0)
+    workloads.add_one[4, 256, s](x)
+    s.synchronize()
+    return x.copy_to_host()
+
+
+def test_the_solution_run_on_the_backend_passes():
+    result, x = _run(_solution)
+    check_scale_then_add(result, X0, x)
+
+
+@sim_only
+def test_rejects_a_copy_back_without_a_synchronize():
+    def answer(x, s, s2):
+        workloads.scale[4, 256, s](x, 3.0)
+        workloads.add_one[4, 256, s](x)
+        return x.copy_to_host()
+    with pytest.raises(AssertionError, match=r"^your copy back read x while a kernel could still"):
+        result, x = _run(answer)
+        check_scale_then_add(result, X0, x)
+
+
+@sim_only
+def test_rejects_the_two_kernels_on_two_streams_with_nothing_ordering_them():
+    def answer(x, s, s2):
+        workloads.scale[4, 256, s](x, 3.0)
+        workloads.add_one[4, 256, s2](x)
+        s.synchronize()
+        s2.synchronize()
+        return x.copy_to_host()
+    with pytest.raises(AssertionError, match=r"^scale and add_one ran on different streams with "
+                                             r"nothing ordering them"):
+        result, x = _run(answer)
+        check_scale_then_add(result, X0, x)
+
+
+def test_rejects_an_answer_computed_with_numpy():
+    def answer(x, s, s2):
+        return X0 * np.float32(3) + np.float32(1)
+    with pytest.raises(AssertionError, match=r"^result holds 3·x \+ 1, but the GPU's x does not"):
+        result, x = _run(answer)
+        check_scale_then_add(result, X0, x)
+
+
+def test_rejects_scaling_on_the_host():
+    def answer(x, s, s2):
+        workloads.add_one[4, 256, s](x)      # x + 1 on the GPU, and 3·x on the host: 3x + 3
+        s.synchronize()
+        return x.copy_to_host() * np.float32(3) - np.float32(2)
+    with pytest.raises(AssertionError, match=r"^result holds 3·x \+ 1, but the GPU's x does not"):
+        result, x = _run(answer)
+        check_scale_then_add(result, X0, x)

@@ -25,7 +25,7 @@ from ..._eager import graphs_are_eager
 from ..._errors import CudaError, check
 from ..._kernel import to_device
 from ..._handles import stream_handle
-from ...backend import is_gpu, rt
+from ...backend import is_gpu, reset_after_fault, rt
 
 __all__ = ["RawArray", "raw_array", "new_model", "start", "variant", "broken_decode",
            "check_decode", "PROMPT", "N_TOKENS"]
@@ -185,6 +185,8 @@ def check_decode(decode, stream) -> np.ndarray:
                 "one a capture refuses. Which line of the captured code waits for work that "
                 "has only been recorded?") from None
         if e.code == 700:
+            if not is_gpu:      # sticky, as on a GPU; the simulator can go on, a GPU cannot
+                reset_after_fault()
             raise AssertionError(
                 f"a replay failed with {e.name} ({e.code}): a kernel of the graph touched "
                 "memory that is no longer there. Which buffer does the graph still use after "
