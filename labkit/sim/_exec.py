@@ -31,6 +31,7 @@ def cudaGraphInstantiate(graph, flags=0):
         return (S.fail(err), None)
     _clock.api("cudaGraphInstantiate", _clock.C("instantiate", len(g.nodes)))
     x = S.Exec(g, flags)
+    _races.graph_races([_work.static_access(*n) for n in x.nodes])
     if _graphmem.has_memory_nodes(g):
         g.mem_exec = x
     _cond.on_instantiate(x, g)

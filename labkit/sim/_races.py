@@ -21,8 +21,8 @@ arguments its code stores into (`kernel_access`, read from the kernel's Python s
 stores, augmented assignments and ``cuda.atomic`` calls; an array handed to another function
 counts as read and written). A write of the value already there is not seen at run time.
 
-Each race is a `Race`; it is warned about once per pair (`RaceWarning`) and kept for a program
-to ask for (`found`, `clear`).
+Each race is a `Race`, kept for a program to ask for (`found`, `clear`), and warned about once
+per pair of ops and buffer (`RaceWarning`).
 """
 from __future__ import annotations
 
@@ -83,11 +83,14 @@ def clear() -> None:
 
 
 def _report(r: Race) -> None:
+    """Keep every race (the latest 10,000); warn once per pair of ops on one buffer."""
+    _found.append(r)
+    if len(_found) > 10_000:
+        del _found[:len(_found) - 10_000]
     key = (r.first, r.second, r.buffer, r.where)
     if key in _seen:
         return
     _seen.add(key)
-    _found.append(r)
     warnings.warn(str(r), RaceWarning, stacklevel=2)
 
 
@@ -114,17 +117,14 @@ def write_range(w):
 
 
 def _conflict(a_reads, a_writes, b_reads, b_writes):
-    for lo, hi, name in a_writes:
-        for lo2, hi2, _ in b_writes:
-            if lo < hi2 and lo2 < hi:
-                return name, "write/write"
-        for lo2, hi2, _ in b_reads:
-            if lo < hi2 and lo2 < hi:
-                return name, "write/read"
-    for lo, hi, name in b_writes:
-        for lo2, hi2, _ in a_reads:
-            if lo < hi2 and lo2 < hi:
-                return name, "read/write"
+    """``(buffer name, kind)`` of the first conflict between two ops' accesses, or None. The
+    name is the argument's name in each op (``"out / x"`` where they differ)."""
+    for mine, theirs, kind in ((a_writes, b_writes, "write/write"), (a_writes, b_reads, "write/read"),
+                               (a_reads, b_writes, "read/write")):
+        for lo, hi, name in mine:
+            for lo2, hi2, name2 in theirs:
+                if lo < hi2 and lo2 < hi:
+                    return (name if name == name2 else f"{name} / {name2}"), kind
     return None
 
 
@@ -220,8 +220,10 @@ def graph_races(nodes) -> list[Race]:
             name_i, _, reads_i, writes_i = nodes[i]
             hit = _conflict(reads_i, writes_i, reads_j, writes_j)
             if hit is not None:
+                where = next((lo for lo, _, n in writes_i + reads_i
+                              if n == hit[0].split(" / ")[0]), None)
                 r = Race(name_i, name_j, f"graph node {i}", f"graph node {j}", hit[0], hit[1],
-                         "graph", None)
+                         "graph", None, where)
                 _report(r)
                 out.append(r)
     return out

@@ -215,6 +215,31 @@ def node_effects(ntype, payload, cond_values=None):
     return begin_node(ntype, payload, cond_values)
 
 
+def static_access(ntype, payload, deps):
+    """``(name, deps, reads, writes)`` of a graph node, known before it runs (for the race
+    report at instantiation): a kernel's arrays as its code uses them, a copy's source and
+    destination, a memset's destination. Ranges are simulated addresses."""
+    name, reads, writes = payload.get("name", ""), [], []
+    if ntype == NT.cudaGraphNodeTypeKernel:
+        fn = S.functions.get(payload["func"])
+        for i, v in enumerate(payload["params"]):
+            if fn is None or not (hasattr(v, "view") and hasattr(v, "addr")):
+                continue
+            label, span = fn.param_name(i), (v.addr, v.addr + v.nbytes)
+            if fn.reads(label):
+                reads.append(span + (label,))
+            if fn.access is not None and fn.writes(label):
+                writes.append(span + (label,))
+    elif ntype == NT.cudaGraphNodeTypeMemcpy:
+        n = payload["width"] if "rows" in payload else payload["count"]
+        for d, x in payload.get("rows", [(payload["dst"], payload["src"])]):
+            reads.append((x, x + n, "copy source"))
+            writes.append((d, d + n, "copy destination"))
+    elif ntype == NT.cudaGraphNodeTypeMemset:
+        writes.append((payload["dst"], payload["dst"] + payload["count"], "memset destination"))
+    return name, list(deps), reads, writes
+
+
 # ---------------------------------------------------------------- bodies, computed at placement
 
 def record(snap, t_base, out, cond_values):

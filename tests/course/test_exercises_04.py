@@ -108,3 +108,41 @@ def test_rejects_a_diamond_that_computes_the_wrong_values(streams):
 def test_rejects_something_that_is_not_a_graph():
     with pytest.raises(ValueError, match=r"^pass the labkit.Graph of your capture"):
         check_diamond(object())
+
+
+# Diamonds of the right shape whose branches race: one writes what the other reads. The race
+# report of the simulator names them (on a GPU, where none does, only the values are checked).
+sim_only = pytest.mark.skipif(labkit.backend != "sim", reason="the race report is the simulator's")
+
+
+def _diamond(origin, side, left, right):
+    x, u, v, w, zeros = _buffers()
+    with labkit.capture(origin) as cap:
+        add_one[GRID, BLOCK, origin](x)
+        with labkit.fork(origin, side):
+            left(origin, x, u, v, zeros)
+            right(side, x, u, v, zeros)
+        saxpy[GRID, BLOCK, origin](w, 1.0, u, v)
+    return cap.graph
+
+
+@sim_only
+def test_rejects_a_branch_that_reads_what_the_other_writes(streams):
+    origin, side = streams
+    g = _diamond(origin, side,
+                 lambda s, x, u, v, z: saxpy[GRID, BLOCK, s](u, 2.0, x, z),
+                 lambda s, x, u, v, z: saxpy[GRID, BLOCK, s](v, 1.5, u, z))   # reads u
+    with pytest.raises(AssertionError, match=r"^your two branches race: saxpy and saxpy both "
+                                             r"use out / x, and one of them writes it"):
+        check_diamond(g)
+
+
+@sim_only
+def test_rejects_a_branch_that_writes_in_place_what_the_other_reads(streams):
+    origin, side = streams
+    g = _diamond(origin, side,
+                 lambda s, x, u, v, z: add_one[GRID, BLOCK, s](x),             # x in place
+                 lambda s, x, u, v, z: saxpy[GRID, BLOCK, s](v, 3.0, x, z))
+    with pytest.raises(AssertionError, match=r"^your two branches race: add_one and saxpy both "
+                                             r"use x"):
+        check_diamond(g)

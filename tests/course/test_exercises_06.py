@@ -156,3 +156,51 @@ def test_check_rejects_a_loop_that_never_waits():
                            match=r"^your function never waits for the GPU: it returns while the "
                                  r"kernels may still be running"):
             nb06.check_fewer_syncs(no_wait, s)
+
+
+
+# "Done when it returns": each of these waits once, so the wait count cannot tell them from the
+# solution; what they leave running when they return can.
+
+def _done_early(body):
+    with labkit.Stream() as s:
+        with pytest.raises(AssertionError, match=r"^your function returns before its kernels are "
+                                                 r"done"):
+            nb06.check_fewer_syncs(body, s)
+
+
+def test_check_rejects_a_synchronize_before_the_work():
+    def sync_first(x, stream):
+        stream.synchronize()
+        for _ in range(nb06.N_KERNELS):
+            add_one[4, 256, stream](x)
+    _done_early(sync_first)
+
+
+def test_check_rejects_a_synchronize_of_another_stream():
+    other = labkit.Stream()
+
+    def wrong_stream(x, stream):
+        for _ in range(nb06.N_KERNELS):
+            add_one[4, 256, stream](x)
+        other.synchronize()
+    _done_early(wrong_stream)
+
+
+def test_check_rejects_the_kernels_on_the_default_stream():
+    def default_stream(x, stream):
+        for _ in range(nb06.N_KERNELS):
+            add_one[4, 256, 0](x)
+        stream.synchronize()
+    _done_early(default_stream)
+
+
+def test_check_rejects_an_event_recorded_after_the_first_kernel():
+    def early_event(x, stream):
+        ev = labkit.Event()
+        for i in range(nb06.N_KERNELS):
+            add_one[4, 256, stream](x)
+            if i == 0:
+                ev.record(stream)
+        ev.synchronize()
+    _done_early(early_event)

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...backend import races
+
 __all__ = ["check_diamond"]
 
 
@@ -40,9 +42,26 @@ def check_diamond(graph, result=None, expected=None) -> None:
     if set(g.edges) != want:
         raise AssertionError(f"not a diamond: edges {sorted(g.edges)}; each branch must depend "
                              "only on the first kernel, and the last kernel on both branches")
+    _refuse_racing_branches(graph)
     if result is not None:
         result, expected = np.asarray(result), np.asarray(expected)
         if result.shape != expected.shape or not np.allclose(result, expected):
             raise AssertionError(f"the graph has the right shape but computes the wrong values: got "
                                  f"{result.ravel()[:4]}..., expected {expected.ravel()[:4]}...")
     print("correct: one kernel, two branches that can run at the same time, and a join")
+
+
+def _refuse_racing_branches(graph) -> None:
+    """Instantiate the graph once and read the simulator's race report for it: two nodes with
+    no path between them, one writing what the other touches (on a GPU no tool reports this;
+    there only the values are checked)."""
+    before = len(races())
+    graph.instantiate().close()
+    mine = [r for r in races()[before:] if r.where == "graph"]
+    if mine:
+        r = mine[0]
+        raise AssertionError(
+            f"your two branches race: {r.first} and {r.second} both use {r.buffer}, and one of "
+            "them writes it, with no edge between them. On a GPU they run in either order or "
+            "at once, so what the other one reads depends on timing. Each branch may read "
+            "what the first kernel made, but must write only a buffer of its own")

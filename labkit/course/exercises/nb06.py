@@ -7,7 +7,9 @@ from collections import Counter
 
 import numpy as np
 
-from ...backend import rt
+from ..._kernel import pinned_array
+from ..._streams import Stream
+from ...backend import races, rt
 from ..._errors import check
 from ..._handles import stream_handle
 from ..._kernel import to_device
@@ -74,6 +76,7 @@ def check_fewer_syncs(fn, stream, repeat: int = 15) -> dict:
             "running, where the original returned with x done. A caller that reads x right after "
             "it (from the host, or from a stream that does not follow yours) could see old "
             "values. How many waits does the caller of your function need, and where?")
+    _refuse_returning_early(fn, stream, start)
     xs, xf = to_device(start), to_device(start)
     # three rounds in alternating order, so the host's drift cannot favour either side
     runs = {"slow": (lambda: slow_update(xs, stream)), "fast": (lambda: fn(xf, stream))}
@@ -90,6 +93,34 @@ def check_fewer_syncs(fn, stream, repeat: int = 15) -> dict:
             "so the time goes elsewhere. Look at what else it does for every kernel that the "
             "original did not")
     return {"original_us": slow, "yours_us": fast, "ratio": ratio, "syncs": syncs, "copies": copies}
+
+
+def _refuse_returning_early(fn, stream, start) -> None:
+    """"Done when it returns": right after ``fn(x, stream)`` returns, with no wait in between,
+    read ``x`` from a stream that knows nothing of ``fn``'s (a copy into page-locked memory on a
+    new non-blocking stream). Its kernels must all have taken effect: on the simulator the race
+    report says whether anything orders them before that read (on a GPU, where no tool says it,
+    the values read are checked, and a late kernel is caught only when it is still running)."""
+    x = to_device(start)
+    check(rt.cudaDeviceSynchronize(), "synchronize")
+    lo = int(x.device_ctypes_pointer.value)
+    fn(x, stream)
+    with Stream() as probe:
+        seen = pinned_array(x.shape, x.dtype)
+        check(rt.cudaMemcpyAsync(seen.ctypes.data, lo, x.nbytes,
+                                 rt.cudaMemcpyKind.cudaMemcpyDeviceToHost, probe.handle), "copy")
+        check(rt.cudaStreamSynchronize(probe.handle), "synchronize")
+        seen = np.array(seen)
+    check(rt.cudaDeviceSynchronize(), "synchronize")
+    racing = [r for r in races() if r.address is not None and lo <= r.address < lo + x.nbytes]
+    if racing or not np.array_equal(seen, start + N_KERNELS):
+        raise AssertionError(
+            "your function returns before its kernels are done: read right after it returns, "
+            f"from another stream, x is not yet x + {N_KERNELS}"
+            + (f" ({racing[0].first} on {racing[0].first_row} is not ordered before the read)"
+               if racing else "")
+            + ". The original returned with x done. Which work does your one wait cover, and "
+            "is all of it on the stream you were given, and after the last kernel?")
 
 
 def _too_many_waits(syncs: int, copies: int) -> str:
