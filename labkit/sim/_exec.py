@@ -98,6 +98,9 @@ def cudaGraphLaunch(graphExec, stream):
     if s.capture is not None:
         S.invalidate(s.capture)
         return (S.fail(E.cudaErrorStreamCaptureUnsupported),)
+    if any(t in _graphmem.MEMORY_NODES for t, _, _ in x.nodes):
+        # its memory is made anew at each launch: the last launch's work has taken effect first
+        _engine.advance(max(s.ready_us, x.ready_us))
     err = _graphmem.before_launch(x)     # last launch's allocations must have been freed
     if err is not None:
         return (S.fail(err),)
@@ -131,7 +134,7 @@ def _place(x, s, earliest):
     lanes = _clock.Lanes()    # independent branches run side by side, as on CUDA's inner streams
     values = getattr(x, "cond_values", None)
     launch = next(S.ids)
-    order = _work.stamp(s)      # the launch is one piece of work on s; its nodes share it
+    order = _work.stamp(s, x)   # one piece of work on s, after x's last launch; nodes share it
     err = E.cudaSuccess
     for i, (ntype, payload, deps) in enumerate(x.nodes):
         t0 = max([start] + [ends[d] for d in deps]) + P("graph_node_gap_us")

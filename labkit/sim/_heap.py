@@ -121,7 +121,8 @@ def overlaps_pinned(addr: int, nbytes: int) -> bool:
 def release(a: Alloc) -> None:
     """Free ``a``: device memory's address is never handed out again; page-locked memory is
     kept aside, so that its address is not reused either; registered memory is the caller's."""
-    allocs.pop(a.addr, None)
+    if allocs.get(a.addr) is a:      # a graph allocation's address may be backed anew by now
+        allocs.pop(a.addr)
     _version[0] += 1
     a.freed = True
     if a.pinned and not a.registered:
@@ -169,7 +170,8 @@ def simulated_address(real: int):
     memory. Kernels and copies work on those views; the race report names the buffer by this."""
 
     if _real["n"] != _version[0]:          # allocations changed: index them again
-        pairs = sorted((int(a.buf.ctypes.data), a) for a in allocs.values())
+        pairs = sorted(((int(a.buf.ctypes.data), a) for a in list(allocs.values())),
+                       key=lambda p: p[0])
         _real["keys"] = [k for k, _ in pairs]
         _real["allocs"] = [a for _, a in pairs]
         _real["n"] = _version[0]

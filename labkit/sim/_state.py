@@ -124,6 +124,7 @@ class Exec:
         self.uploaded = False
         self.destroyed = False
         self.ready_us = 0.0      # when its last launch ends: launches of one executable serialize
+        self.vc: dict = {}       # what its last launch was ordered after
 
 
 functions: dict[int, Function] = {}

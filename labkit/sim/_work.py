@@ -49,14 +49,20 @@ def ordered_start(s, earliest: float) -> float:
     return earliest
 
 
-def stamp(s):
-    """What new work on ``s`` is ordered after: ``(key, tick, vc)`` (`labkit.sim._races`)."""
+def stamp(s, graph_exec=None):
+    """What new work on ``s`` is ordered after: ``(key, tick, vc)`` (`labkit.sim._races`); a
+    launch of ``graph_exec`` comes after its previous launch too, on whatever stream."""
     legacy = S.streams[0]
     if s is legacy:
         others = [t for t in S.all_streams() if t.blocking and not t.destroyed and t is not s]
     else:
         others = [legacy] if s.blocking else []
-    return _races.on_submit(s, others)
+    if graph_exec is not None:
+        others.append(graph_exec)
+    got = _races.on_submit(s, others)
+    if graph_exec is not None:
+        graph_exec.vc = got[2]
+    return got
 
 
 def submit(s, ntype, payload, host_cost_us, api_name):
