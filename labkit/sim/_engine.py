@@ -50,17 +50,20 @@ class Op:
     """One piece of GPU work on the timeline.
 
     ``begin()`` is called at ``start``: it reads memory and returns the writes to store at
-    ``end`` as a list of ``(bytes, index, new, name)``, and sets ``accesses``, what it reads:
+    ``end`` as a list of ``(elements, index, new, name, address)`` (address: the simulated one
+    of ``elements[0]``), and sets ``accesses``, what it reads:
     ``(first byte, end byte, name)``; an int return is a fault's error code.
     ``row``: the stream's handle (or ``(stream, graph)`` for a graph's node), for race reports.
     """
 
     __slots__ = ("name", "row", "start", "end", "begin", "writes", "accesses", "ended", "key",
-                 "tick", "vc")
+                 "tick", "vc", "now", "static_writes")
 
     def __init__(self, name, row, start, end, begin, order=None):
         self.name, self.row, self.start, self.end, self.begin = name, row, start, end, begin
         self.writes, self.accesses, self.ended = None, (), False
+        self.now = None             # the same work done in place, when nothing can see between
+        self.static_writes = None   # what it may write, for the race report (None: what it did)
         self.key, self.tick, self.vc = None, 0, None    # what orders it (`labkit.sim._races`)
 
 
@@ -85,16 +88,26 @@ def advance(t: float) -> None:
             when, phase, _, _, op = heapq.heappop(_queue)
             _state["now"] = max(_state["now"], when)
             if phase == _START:
-                _begin(op)
+                _begin(op, t)
             else:
                 _finish(op)
     finally:
         _state["busy"] = False
 
 
-def _begin(op: Op) -> None:
+def _begin(op: Op, upto: float) -> None:
     if _state["fault"] is not None and op.row is not None:
         return                      # the context is lost: queued work never runs
+    if op.now is not None and op.end <= upto and (not _queue or _queue[0][0] >= op.end):
+        # nothing else starts or lands before it ends, and the host is past its end: doing it
+        # in place now is the same as reading at its start and writing at its end
+        err = op.now()
+        if err:
+            fault(err, op)
+            return
+        op.writes, op.ended = (), True
+        _races.started(op)
+        return
     got = op.begin()
     if isinstance(got, int):
         fault(got, op)
@@ -105,8 +118,8 @@ def _begin(op: Op) -> None:
 
 
 def _finish(op: Op) -> None:
-    for raw, idx, new, _label in op.writes:
-        raw[idx] = new
+    for w in op.writes:
+        w[0][w[1]] = w[2]
     op.writes, op.ended = None, True
     _races.ended(op)
 
@@ -147,40 +160,45 @@ def clear_fault() -> None:
 
 # ---------------------------------------------------------------- what an op changed
 
-def diff_writes(views, before, labels) -> list:
+def diff_writes(views, before, labels, addrs) -> list:
     """The writes of ops that ran in place on ``views``: the elements they changed, with their
     new values, and the buffer's name (``labels``). The elements go back to their old values
     here; `advance` stores the new ones at the op's end. Compared element by element (as
     unsigned integers of the element's size, so NaN and -0.0 compare by their bits); a run of
     changed elements is one slice."""
     out = []
-    for v, b, label in zip(views, before, labels):
+    for v, b, label, addr in zip(views, before, labels, addrs):
         word = _WORDS.get(v.dtype.itemsize, np.uint8)
         raw, old = v.reshape(-1).view(word), b.reshape(-1).view(word)
         idx = _changed(raw, old)
         if idx is None:
             continue
-        out.append((raw, idx, raw[idx].copy(), old[idx].copy(), label))
-    for raw, idx, _new, old, _label in reversed(out):   # all found first: views may alias
+        out.append((raw, idx, raw[idx].copy(), old[idx].copy(), label, addr))
+    for raw, idx, _new, old, _label, _addr in reversed(out):   # all found first: views may alias
         raw[idx] = old
-    return [(raw, idx, new, label) for raw, idx, new, _old, label in out]
+    return [(raw, idx, new, label, addr) for raw, idx, new, _old, label, addr in out]
 
 
-def changes(views, work, labels) -> list:
+def changes(views, work, labels, addrs) -> list:
     """The writes of ops that ran on private copies ``work`` of ``views``: what differs."""
     out = []
-    for v, w, label in zip(views, work, labels):
+    for v, w, label, addr in zip(views, work, labels, addrs):
         word = _WORDS.get(v.dtype.itemsize, np.uint8)
         raw, new = v.reshape(-1).view(word), w.reshape(-1).view(word)
         idx = _changed(raw, new)
         if idx is not None:
-            out.append((raw, idx, new[idx], label))
+            out.append((raw, idx, new[idx], label, addr))
     return out
 
 
 def _changed(a, b):
     """Where ``a`` and ``b`` differ: a slice for one run, else indices; None where nowhere."""
     neq = a != b
+    n = int(np.count_nonzero(neq))
+    if n == 0:
+        return None
+    if n == len(neq):            # the usual kernel: every element written
+        return slice(0, n)
     lo = int(neq.argmax())
     if not neq[lo]:
         return None

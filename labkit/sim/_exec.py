@@ -153,14 +153,12 @@ def _place(x, s, earliest):
                 err = _work._record_conditional(payload, t0, out, values)
             else:
                 err, payload["_gpu_us"] = _work.record(payload["nodes"], t0, out, values)
-            _work.place_recorded(out, row, order)
+            _work.place_recorded(out, row)
         elif ntype in _graphmem.MEMORY_NODES:
             err = _graphmem.run(ntype, payload, t0)
         ends.append(t0 + (0.0 if off else _work.node_gpu_us(ntype, payload)))
         if not off and err == E.cudaSuccess and ntype in _WORK:
-            o = _work.op(ntype, payload, row, t0, ends[-1], name, values)
-            o.key, o.tick, o.vc = order
-            _engine.schedule(o)
+            _engine.schedule(_work.op(ntype, payload, row, t0, ends[-1], name, values))
         if ntype == NT.cudaGraphNodeTypeEventRecord and e is not None and not off:
             e.time_us, e.captured, e.vc = ends[-1], None, dict(order[2])
         lane = lanes.place(len(ends) - 1, deps, t0, ends[-1])
@@ -169,6 +167,11 @@ def _place(x, s, earliest):
                      else name)
             _clock.gpu_span(s.handle, label, t0, ends[-1], _work.kind(ntype), lane)
     s.ready_us = x.ready_us = max(ends + [start])
+    # against other streams, the launch is checked once, by what its nodes' code touches (its
+    # own branches were checked when it was instantiated)
+    if not hasattr(x, "access"):
+        x.access = _work.static_accesses(x.nodes)
+    _races.check_launch(x.access, (s.handle, launch), order, start)
     return err
 
 
@@ -182,6 +185,7 @@ def cudaGraphExecUpdate(hGraphExec, hGraph):
         return (S.fail(err), None)
     index = {n: i for i, n in enumerate(g.nodes)}
     x.nodes = [(n.type, dict(n.payload), [index[d] for d in n.deps]) for n in g.nodes]
+    x.__dict__.pop("access", None)
     _cond.on_update(x, g)
     info = _cr.cudaGraphExecUpdateResultInfo()
     info.result = _cr.cudaGraphExecUpdateResult.cudaGraphExecUpdateSuccess
@@ -210,6 +214,7 @@ def _exec_setter(ntype, api, cost="api_us"):
         _clock.api(api, P(cost))
         x, i = hit
         x.nodes[i] = (ntype, payload, x.nodes[i][2])
+        x.__dict__.pop("access", None)        # what its nodes touch, worked out again
         return S.OK
     return set_
 
@@ -235,6 +240,7 @@ def cudaGraphExecChildGraphNodeSetParams(hGraphExec, node, childGraph):
     if [(t, d) for t, _, d in new] != [(t, d) for t, _, d in old]:
         return (S.fail(E.cudaErrorInvalidValue),)   # CUDA: the same topology only
     x.nodes[i] = (NT.cudaGraphNodeTypeGraph, {"name": "child graph", "nodes": new}, x.nodes[i][2])
+    x.__dict__.pop("access", None)
     return S.OK
 
 

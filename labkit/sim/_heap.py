@@ -13,7 +13,6 @@ None (0), or an object with the buffer protocol (its buffer's address).
 """
 from __future__ import annotations
 
-import bisect
 import ctypes
 import operator
 
@@ -56,7 +55,6 @@ class Alloc:
 
 
 allocs: dict[int, Alloc] = {}
-_version = [0]                  # bumped at every change of `allocs`
 _freed_host: list[Alloc] = []   # freed page-locked memory, kept so its address is not reused
 _next_addr = [BASE]
 
@@ -74,7 +72,6 @@ def new_alloc(nbytes, pinned=False, flags=0) -> Alloc:
         _next_addr[0] += (nbytes + 0xFFFF) & ~0xFFF | 0x10000  # never reused: stale use is seen
         a = Alloc(addr, nbytes)
     allocs[a.addr] = a
-    _version[0] += 1
     return a
 
 
@@ -100,7 +97,6 @@ def map_at(addr: int, nbytes: int) -> Alloc:
     """Back reserved address ``addr`` with fresh memory."""
     a = Alloc(addr, int(nbytes))
     allocs[addr] = a
-    _version[0] += 1
     return a
 
 
@@ -109,7 +105,6 @@ def register(addr: int, nbytes: int, flags: int) -> Alloc:
     buf = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(addr))
     a = Alloc(addr, nbytes, True, buf, flags, registered=True)
     allocs[addr] = a
-    _version[0] += 1
     return a
 
 
@@ -123,7 +118,6 @@ def release(a: Alloc) -> None:
     kept aside, so that its address is not reused either; registered memory is the caller's."""
     if allocs.get(a.addr) is a:      # a graph allocation's address may be backed anew by now
         allocs.pop(a.addr)
-    _version[0] += 1
     a.freed = True
     if a.pinned and not a.registered:
         _freed_host.append(a)
@@ -158,26 +152,3 @@ def view(addr: int, nbytes: int):
         return None  # freed or never allocated
     return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(addr))
 
-
-# ---------------------------------------------------------------- from the bytes back to the address
-
-_real: dict = {"keys": None, "allocs": None, "n": -1}
-
-
-def simulated_address(real: int):
-    """``(allocation's address, offset)`` for a numpy view's real address ``real`` into the
-    bytes behind an allocation (what the simulator computes on); ``(real, 0)`` for plain host
-    memory. Kernels and copies work on those views; the race report names the buffer by this."""
-
-    if _real["n"] != _version[0]:          # allocations changed: index them again
-        pairs = sorted(((int(a.buf.ctypes.data), a) for a in list(allocs.values())),
-                       key=lambda p: p[0])
-        _real["keys"] = [k for k, _ in pairs]
-        _real["allocs"] = [a for _, a in pairs]
-        _real["n"] = _version[0]
-    i = bisect.bisect_right(_real["keys"], real) - 1
-    if i >= 0:
-        a = _real["allocs"][i]
-        if real < _real["keys"][i] + max(a.nbytes, 1):
-            return a.addr, real - _real["keys"][i]
-    return real, 0

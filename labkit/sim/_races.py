@@ -96,6 +96,8 @@ def _report(r: Race) -> None:
 
 def _row(op) -> str:
     row = op.row
+    if isinstance(row, tuple) and len(row) == 2:
+        return f"stream {row[0]:#x}, graph" if row[0] else "legacy stream, graph"
     if isinstance(row, tuple):
         return f"stream {row[0]:#x}, graph branch" if row[0] else "legacy stream, graph branch"
     return f"stream {row:#x}" if row else "legacy stream"
@@ -103,13 +105,18 @@ def _row(op) -> str:
 
 def _ranges(op):
     """(reads, writes): lists of (lo, hi, name)."""
+    if isinstance(op, _Access):
+        return op.accesses, op.writes
+    if op.static_writes is not None:
+        return op.accesses, op.static_writes
     return list(op.accesses), [write_range(w) for w in op.writes or ()]
 
 
 def write_range(w):
-    """(lo, hi, name) of a write ``(bytes, index, new, name)``; index: a slice or indices."""
-    raw, idx, _new, name = w
-    a, size = int(raw.ctypes.data), raw.itemsize
+    """(lo, hi, name) of a write ``(elements, index, new, name, address)``, in simulated
+    addresses; index: a slice or indices."""
+    raw, idx, _new, name, a = w
+    size = raw.itemsize
     if isinstance(idx, slice):
         return (a + size * (idx.start or 0),
                 a + size * (len(raw) if idx.stop is None else idx.stop), name)
@@ -175,13 +182,13 @@ def started(op) -> None:
     if op.row is None or getattr(op, "vc", None) is None:
         return
     reads, writes = _ranges(op)
+    vc = op.vc
     for lo, hi, name, w in [(a, b, n, False) for a, b, n in reads] + \
                            [(a, b, n, True) for a, b, n in writes]:
-        base, off = _heap.simulated_address(lo)
-        lo, hi = base + off, base + off + (hi - lo)     # in the simulated address space
-        past = _history.setdefault(base, [])
+        past = _history.setdefault(_base(lo), [])
         for a, alo, ahi, aw, aname in past:
-            if (aw or w) and a is not op and alo < hi and lo < ahi and not _ordered(a, op):
+            if (alo < hi and lo < ahi and (aw or w) and a.vc is not vc and a is not op
+                    and not _ordered(a, op)):
                 kind = f"{'write' if aw else 'read'}/{'write' if w else 'read'}"
                 label = aname if name.startswith(("copy ", "memset ")) else name
                 _report(Race(a.name, op.name, _row(a), _row(op), label, kind, "streams",
@@ -191,6 +198,30 @@ def started(op) -> None:
         past.append((op, lo, hi, w, name))
         if len(past) > 64:        # bounded: the oldest accesses are long ordered in practice
             del past[:len(past) - 64]
+
+
+class _Access:
+    """One graph node's accesses, as `started` sees an op."""
+    __slots__ = ("name", "row", "key", "tick", "vc", "start", "accesses", "writes")
+
+
+def check_launch(nodes, row, order, start) -> None:
+    """A graph launch against other work: each node's static accesses (``(name, reads,
+    writes)``), ordered as the launch (``order``: key, tick, vc)."""
+    for name, reads, writes in nodes:
+        a = _Access()
+        a.name, a.row, a.start = name, row, start
+        a.key, a.tick, a.vc = order
+        a.accesses, a.writes = reads, writes
+        started(a)
+
+
+def _base(addr: int) -> int:
+    """The allocation an address lies in (its own address for plain host memory)."""
+    if addr in _heap.allocs:
+        return addr
+    hit = _heap.find(addr)
+    return hit[0].addr if hit is not None else addr
 
 
 def ended(op) -> None:

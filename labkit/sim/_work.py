@@ -103,10 +103,40 @@ def op(ntype, payload, row, start, end, name, cond_values=None):
         got = begin_node(ntype, payload, cond_values)
         if isinstance(got, int):
             return got
-        o.accesses = got[1]
+        if got[1] is not None:
+            o.accesses = got[1]
         return got[0]
     o.begin = begin
+    if ntype == NT.cudaGraphNodeTypeKernel:
+        fn = S.functions[payload["func"]]
+        if fn.access is not None:      # what it reads and may write is known from its code
+            known = payload.get("_access")
+            if known is None:          # a graph node's payload is launched again and again
+                known = payload["_access"] = static_access(ntype, payload, ())[2:]
+            o.accesses, o.static_writes = known
+
+            def now():
+                return _kernel_in_place(fn, payload, cond_values)
+            o.now = now
     return o
+
+
+def _kernel_in_place(fn, payload, cond_values):
+    values = []
+    for v in payload["params"]:
+        if hasattr(v, "view") and hasattr(v, "addr"):
+            v = v.view()
+            if v is None:
+                return _ILLEGAL
+        values.append(v)
+    if cond_values is not None:
+        _cond.push(cond_values)
+    try:
+        fn.run(payload["grid"], payload["block"], *values)
+    finally:
+        if cond_values is not None:
+            _cond.pop()
+    return 0
 
 
 # ---------------------------------------------------------------- GPU time
@@ -132,9 +162,8 @@ def node_gpu_us(ntype, payload):
 _ILLEGAL = int(E.cudaErrorIllegalAddress)
 
 
-def _span(view, name):
-    a = int(view.ctypes.data)
-    return (a, a + view.nbytes, name)
+def _span(addr, nbytes, name):
+    return (addr, addr + nbytes, name)
 
 
 def begin_node(ntype, payload, cond_values=None):
@@ -150,9 +179,10 @@ def begin_node(ntype, payload, cond_values=None):
         if any(d is None or x is None for d, x in views):
             return _ILLEGAL
         staged = payload.get("staged")      # pageable memory, copied at the call
-        writes = [(d, slice(0, n), staged if staged is not None else x.copy(), "copy destination")
-                  for d, x in views]
-        return writes, ([] if staged is not None else [_span(x, "copy source") for _, x in views])
+        writes = [(d, slice(0, n), staged if staged is not None else x.copy(), "copy destination",
+                   da) for (d, x), (da, _) in zip(views, pairs)]
+        return writes, ([] if staged is not None else [_span(xa, n, "copy source")
+                                                       for _, xa in pairs])
     if ntype == NT.cudaGraphNodeTypeMemset:
         return _begin_memset(payload)
     if ntype == NT.cudaGraphNodeTypeHost:
@@ -175,23 +205,26 @@ def _begin_memset(payload):
         return _ILLEGAL
     value = payload["value"] & (0xFF if size == 1 else (1 << 8 * size) - 1)
     new = np.full(width, value, _ELEMENT[size]).view(np.uint8)
-    return [(r, slice(0, width * size), new, "memset destination") for r in rows], []
+    return [(r, slice(0, width * size), new, "memset destination", payload["dst"] + i * pitch)
+            for i, r in enumerate(rows)], []
 
 
 def _begin_kernel(payload, cond_values=None):
-    """Run a kernel node on memory as it is now; its changed bytes land at its end. A parameter
-    in freed memory is an illegal address (found here, when the kernel runs: a fault)."""
+    """Run a kernel node on memory as it is now; its changed elements land at its end. A
+    parameter in freed memory is an illegal address (found here, when the kernel runs: a fault)."""
     fn = S.functions[payload["func"]]
-    values, views, labels = [], [], []
+    values, views, labels, args = [], [], [], []
     for i, v in enumerate(payload["params"]):
         if hasattr(v, "view") and hasattr(v, "addr"):   # an array: its live memory, or none
-            v = v.view()
+            arg, v = v, v.view()
             if v is None:
                 return _ILLEGAL
             views.append(v)
+            args.append(arg)
             labels.append(fn.param_name(i))
         values.append(v)
-    spans = sorted((int(v.ctypes.data), int(v.ctypes.data) + v.nbytes) for v in views)
+    addrs = [a.addr for a in args]
+    spans = sorted((a.addr, a.addr + a.nbytes) for a in args)
     aliased = any(b[0] < a[1] for a, b in zip(spans, spans[1:]))
     if aliased:          # arguments that share memory: run in place, and put it back after
         work, before = views, [v.copy() for v in views]
@@ -207,10 +240,11 @@ def _begin_kernel(payload, cond_values=None):
     finally:
         if cond_values is not None:
             _cond.pop()
-    reads = [_span(v, name) for v, name in zip(views, labels) if fn.reads(name)]
+    reads = ([(a.addr, a.addr + a.nbytes, name) for a, name in zip(args, labels)
+              if fn.reads(name)] if fn.access is None else None)
     if aliased:
-        return _engine.diff_writes(views, before, labels), reads
-    return _engine.changes(views, work, labels), reads
+        return _engine.diff_writes(views, before, labels, addrs), reads
+    return _engine.changes(views, work, labels, addrs), reads
 
 
 def node_effects(ntype, payload, cond_values=None):
@@ -246,6 +280,23 @@ def static_access(ntype, payload, deps):
     return name, list(deps), reads, writes
 
 
+def static_accesses(snap) -> list:
+    """`static_access` of every node of an executable's snapshot, conditional bodies and child
+    graphs included: ``[(name, reads, writes)]``."""
+    out = []
+    for ntype, payload, deps in snap:
+        if ntype == NT.cudaGraphNodeTypeConditional:
+            for body in payload["bodies"]:
+                out += static_accesses(body)
+        elif ntype == NT.cudaGraphNodeTypeGraph:
+            out += static_accesses(payload["nodes"])
+        else:
+            name, _, reads, writes = static_access(ntype, payload, deps)
+            if reads or writes:
+                out.append((name, reads, writes))
+    return out
+
+
 # ---------------------------------------------------------------- bodies, computed at placement
 
 def record(snap, t_base, out, cond_values):
@@ -271,9 +322,9 @@ def record(snap, t_base, out, cond_values):
         ends.append(end)
         if got is not None:
             writes, reads = got
-            undo = [(raw, idx, raw[idx].copy()) for raw, idx, _new, _name in writes]
-            for raw, idx, new, _name in writes:
-                raw[idx] = new
+            undo = [(w[0], w[1], w[0][w[1]].copy()) for w in writes]
+            for w in writes:
+                w[0][w[1]] = w[2]
             out.append((payload.get("name", ""), t0, end, writes, reads, undo))
     return E.cudaSuccess, max(ends + [t_base]) - t_base
 
@@ -306,14 +357,13 @@ def _record_conditional(payload, t0, out, cond_values):
     return E.cudaSuccess
 
 
-def place_recorded(out, row, order=(None, 0, None)) -> None:
+def place_recorded(out, row) -> None:
     """Undo what `record` applied and queue each body node's writes for its own end."""
     for *_, undo in reversed(out):
         for raw, idx, old in reversed(undo):
             raw[idx] = old
     for name, t0, end, writes, reads, _ in out:
         o = _engine.Op(name, row, t0, end, None)
-        o.accesses = reads
-        o.key, o.tick, o.vc = order
+        o.accesses = reads or ()
         o.begin = (lambda w=writes: w)
         _engine.schedule(o)

@@ -13,7 +13,9 @@ module:
   cuda-bindings' own structs, `labkit.sim._params`), and executable graphs;
 * `labkit.sim._graphmem`: graph memory (allocation and free nodes);
 * `labkit.sim._conditional`: conditional nodes' handles and rules;
-* `labkit.sim._work`: running work, and what it costs on the GPU clock;
+* `labkit.sim._work`: what work does to memory, and what it costs on the GPU clock;
+* `labkit.sim._engine`: work taking effect when the clock reaches it (asynchrony, faults);
+* `labkit.sim._races`: what orders what, and the race report;
 * `labkit.sim._device`: the device, versions, errors.
 
 What it does not do, and says so loudly:
@@ -21,7 +23,6 @@ What it does not do, and says so loudly:
 * any function outside the subset raises ``NotImplementedError`` naming the call and the sim
   backend;
 * graph launches into a capturing stream;
-* sticky (context-corrupting) errors: a bad address fails the one call, not the process;
 * SM contention: kernels on different streams overlap fully in the model.
 
 Host costs are charged per call, from the calibration: ``cudaGraphExecKernelNodeSetParams``
@@ -33,7 +34,9 @@ Kernels are registered functions (`labkit.sim._hooks.register_function`), named 
 simulator built (`labkit.sim._params`): a raw ``void**`` cannot be read back into Python
 values. Arrays are referred to by address only, so a node does not keep an array alive: freed
 memory (``cudaFree``, or a labkit array collected) is never reused, and a kernel that touches it
-fails ``cudaErrorIllegalAddress``.
+faults with ``cudaErrorIllegalAddress`` when it runs: the launch call succeeds, the next call
+that waits returns 700, and so does every call after it (sticky, as on a GPU, until
+``labkit.reset_after_fault()``, which a GPU has not).
 
 ``labkit.rt`` on the simulator is `labkit.sim.rt`, which exposes only the names here that
 ``cuda.bindings.runtime`` has.

@@ -74,6 +74,11 @@ print(f"{props.multiProcessorCount} SMs, compute capability {props.major}.{props
 #   a conformance suite runs the same scenarios on both backends.
 # * **The clock is virtual.** Each API call and each kernel advances it by a cost measured on a
 #   real GPU (the calibration, named in every figure title as "simulated, calibrated on ...").
+# * **Work runs asynchronously, as on a GPU.** A launch returns before its kernel runs; the
+#   kernel takes effect when the virtual clock reaches it, so a read that does not wait for it
+#   sees the old values, and a fault comes back from a later call. Where two pieces of work touch
+#   one buffer with nothing ordering them, the simulator names both in a `RaceWarning`, which no
+#   tool does on a GPU.
 #
 # * **The host is not perfectly steady.** A kernel's first launch pays for compiling and loading
 #   it, and host calls jitter and slow down now and then, drawn from distributions measured on a
@@ -98,6 +103,37 @@ assert np.array_equal(got, x0 + 1), "add_one did not add one"
 print("first elements:", got[:5])
 
 # %% [markdown]
+# ## A GPU works on its own time
+#
+# Four facts the whole course leans on, said once here:
+#
+# * **Host memory is not device memory.** `labkit.to_device` copies a numpy array into the GPU's
+#   memory, kernels work there, and `copy_to_host()` copies the result back.
+# * **A kernel runs in many threads at once**, grouped in blocks: `add_one[4, 256, s]` launches
+#   a *grid* of 4 blocks of 256 threads, one thread per element.
+# * **A stream is an ordered queue of work.** Work on one stream runs in the order it was
+#   queued; work on two streams has no order unless you give it one (an event, notebook 04).
+#   The runtime names a stream by a handle: `s.handle` (or `labkit.stream_handle(s)`).
+# * **A launch returns at once,** before its kernel has run. Nothing tells you the work is done
+#   until you wait for it: `s.synchronize()`. An error inside a kernel comes back the same way,
+#   late, from a call after it; `rt.cudaGetLastError()` returns the last error a call reported.
+#
+# The demo: a long kernel (`busy`: 32 threads each add 1.0 many times in a register, then store
+# once), read back right after the launch and again after synchronizing. `copy_to_host()` copies
+# on the default stream, which does not wait for `s` (a non-blocking stream): before the sync it
+# reads what was there. On the simulator the first read also brings a `RaceWarning` naming the
+# kernel and the copy; on a GPU nothing warns you.
+
+# %%
+y = labkit.to_device(np.zeros(32, np.float32))
+workloads.busy[1, 32, s](y, 200_000)      # queued: the call returns before the kernel runs
+print("read right after the launch:", y.copy_to_host()[0])
+s.synchronize()                           # wait until everything queued on s has run
+print("read after s.synchronize(): ", y.copy_to_host()[0])
+
+# %% [markdown]
+# Keep: a launch only queues work. Before you read a result, wait for the stream that made it.
+#
 # ## Measuring: repeats, medians and spread
 #
 # `labkit.timing.measure(fn, sync=stream)` runs `fn` a few times untimed (warm-up), then times it

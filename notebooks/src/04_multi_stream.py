@@ -47,6 +47,13 @@ a = labkit.to_device(np.zeros(N, np.float32))
 b = labkit.to_device(np.zeros(N, np.float32))
 
 # %% [markdown]
+# Two words first. An **event** is a marker in a stream: `cudaEventRecord(e, s)` puts it after
+# the work queued on `s` so far, and `cudaStreamWaitEvent(t, e)` makes stream `t`'s next work
+# wait until the GPU reaches that marker. It is how one stream's work is ordered after
+# another's, outside a capture and inside one. A graph is a **DAG**, a directed acyclic graph:
+# nodes (kernels, copies) joined by edges that say "after"; two nodes with no path of edges
+# between them have no order, and may run at the same time.
+#
 # ## 1. Fork and join with the raw API
 #
 # The recipe has four steps:
@@ -210,6 +217,28 @@ print("both streams work")
 # recorded inside the capture, and the capture ends on the stream that began it.
 
 # %% [markdown]
+# **Branches that race.** Two branches have no order between them, so if one writes a buffer
+# the other reads, what the reader sees depends on which ran first: a *data race*. Below, one
+# branch adds one to `a` in place while the other reads `a`. A GPU runs it without a word; the
+# simulator names both nodes and the buffer when the graph is instantiated (`labkit.races()`
+# holds the report too), and the fix is an edge between them, or a buffer of each branch's own.
+
+# %%
+with labkit.capture(origin) as cap:
+    with labkit.fork(origin, side):
+        add_one[GRID, BLOCK, origin](a)          # writes a, in place
+        saxpy[GRID, BLOCK, side](b, 2.0, a, b)   # reads a: before the add, or after?
+racing = cap.graph.instantiate()
+if labkit.backend == "sim":
+    print(labkit.races()[-1])
+else:
+    print("on a GPU no tool reports this race: the graph just runs")
+racing.close(); cap.graph.close()
+
+# %% [markdown]
+# Keep: branches of a graph run in no order; a buffer one branch writes is the other's only
+# after an edge.
+#
 # ## 4. Overlap, measured
 #
 # Branches only help when the GPU has room to run them side by side. Our kernel here is

@@ -239,11 +239,12 @@ assert id(inp) in kept and id(h_in) not in kept
 # the address. If the allocator has since given that memory to another array, a replay silently
 # corrupts that array. If the address is no longer mapped, the kernel faults with
 # `cudaErrorIllegalAddress` (700), a *sticky* error: the CUDA context is unusable from then on and
-# the process has to be restarted. We do not try it here; labkit's message for that error says
+# the process has to be restarted. It comes back late, from the next call that waits for the GPU
+# (a launch only queues the work). We do not try it here; labkit's message for that error says
 # where to look:
 
 # %%
-print(labkit.CudaError(700, "cudaGraphLaunch"))
+print(labkit.CudaError(700, "cudaStreamSynchronize"))
 
 # %% [markdown]
 # **Takeaway:** CUDA's rule is that a buffer must be valid while a launch that uses it runs (or
