@@ -342,6 +342,7 @@ def prepare() -> Env:
     first use (a module load, a memory pool's creation) inside its capture."""
     env = Env()
     add_one[GRID, BLOCK, env.cap](env.arr)
+    _ok((_rt.cudaStreamSynchronize(env.cap)[0],))    # the legacy stream does not wait for it
     add_one[GRID, BLOCK, 0](env.arr)
     c = _Cell(env)
     for warm in (lambda: _rt.cudaFree(_ok(_rt.cudaMalloc(SIZE))),

@@ -187,8 +187,10 @@ def started(op) -> None:
                            [(a, b, n, True) for a, b, n in writes]:
         past = _history.setdefault(_base(lo), [])
         for a, alo, ahi, aw, aname in past:
+            # checked in submission order for graph launches, in time order for the rest:
+            # either may come first, so ordered means ordered either way
             if (alo < hi and lo < ahi and (aw or w) and a.vc is not vc and a is not op
-                    and not _ordered(a, op)):
+                    and not _ordered(a, op) and not _ordered(op, a)):
                 kind = f"{'write' if aw else 'read'}/{'write' if w else 'read'}"
                 label = aname if name.startswith(("copy ", "memset ")) else name
                 _report(Race(a.name, op.name, _row(a), _row(op), label, kind, "streams",
