@@ -69,11 +69,7 @@ def spin() -> bool:
     t = _engine.next_time()
     if t is None:
         return False
-    wait = t - clock.host_us()
-    if wait > 0:
-        clock.host_work(wait)       # spinning: CPU time
-    else:
-        _engine.advance(clock.host_us())
+    clock.spin_until(t)             # spinning: CPU time
     return True
 
 

@@ -242,6 +242,15 @@ def host_work(cost_us: float) -> None:
     _engine.advance(_state["host"])
 
 
+def spin_until(t_us: float) -> None:
+    """The host spins (a polling loop) until host time ``t_us``: CPU time, no call of its own,
+    so neither a call's cost nor its noise."""
+    if t_us > _state["host"]:
+        _state["cpu"] += t_us - _state["host"]
+        _state["host"] = t_us
+    _engine.advance(_state["host"])
+
+
 def gpu_span(stream: int, name: str, start: float, end: float, kind: str, lane: int = 0) -> None:
     """Record device work; ``lane`` > 0: a graph branch that ran beside the launch stream's."""
     if _trace is not None:
