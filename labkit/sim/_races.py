@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
+import sys
 import textwrap
 import warnings
 from typing import NamedTuple
@@ -91,7 +93,19 @@ def _report(r: Race) -> None:
     if key in _seen:
         return
     _seen.add(key)
-    warnings.warn(str(r), RaceWarning, stacklevel=2)
+    warnings.warn(str(r), RaceWarning, stacklevel=_callers_level())
+
+
+_LABKIT = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _callers_level() -> int:
+    """The stack level of the first frame outside labkit: the warning points at the learner's
+    line that made the call, not at the simulator."""
+    level, f = 1, sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_LABKIT):
+        f, level = f.f_back, level + 1
+    return level
 
 
 def _row(op) -> str:

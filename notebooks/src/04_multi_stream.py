@@ -230,7 +230,9 @@ with labkit.capture(origin) as cap:
         saxpy[GRID, BLOCK, side](b, 2.0, a, b)   # reads a: before the add, or after?
 racing = cap.graph.instantiate()
 if labkit.backend == "sim":
-    print(labkit.races()[-1])
+    r = labkit.races()[-1]                       # the report as data, for a program to use
+    print(f"{r.first} and {r.second} race on {r.buffer}: {r.kind}, between unordered "
+          f"{'graph nodes' if r.where == 'graph' else 'streams'}")
 else:
     print("on a GPU no tool reports this race: the graph just runs")
 racing.close(); cap.graph.close()
