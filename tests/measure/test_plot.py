@@ -335,6 +335,7 @@ def test_bars_on_a_log_axis_are_dots_not_bars():
     assert [t.get_text() for t in ax.texts] == ["11.5", "2.5", "300"]
     lo, hi = ax.get_ylim()
     assert lo < 2.5 and hi > 300.0
+    assert ax.get_xlabel().startswith("dot: median")
 
 
 def test_bars_refuse_stacks_on_a_log_axis():

@@ -100,7 +100,8 @@ def bars(values: Mapping[str, object], ax=None, ylabel: str = "µs", log: bool =
                 _label_inside(ax, container)
         ax.set_ylabel(ylabel)
         if whiskers:
-            ax.set_xlabel(_axes.WHISKER_NOTE, fontsize=8, color="#555555")
+            note = _axes.WHISKER_NOTE.replace("bar:", "dot:") if log else _axes.WHISKER_NOTE
+            ax.set_xlabel(note, fontsize=8, color="#555555")
         if parts_drawn:
             ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), title="stacked parts")
         return _axes.finish(ax, title, provenance, grid_axis="y")
