@@ -135,7 +135,7 @@ for name, st in lat.items():
 claims.free_waits_for_the_device(lat["allocate per request"].median,
                                  lat["allocated at start-up"].median, job.median)
 plot.bars(lat, ylabel="request latency (µs)",
-          title="06-1b A request beside a background job: where its workspace comes from")
+          title="06-1b A request beside a background job")
 plt.show()
 check(rt.cudaFree(workspace))
 
@@ -500,7 +500,7 @@ xs_round = range(1, ROUNDS + 1)
 with plot.style():
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 8))      # stacked: long titles fit
 plot.per_kernel_cost(xs_round, per_round, ax=top, logx=False,
-                     title=f"06-6 {A} vs {B}, {K} kernels, round by round")
+                     title=f"06-6 {A} vs {B}, {K} kernels, rounds on a slowing host")
 mark(top, [(naive[name].median, f"{name}: naive block", dict(color=c, linestyle="--"))
            for name, c in zip(pair, plot.colors_for(per_round))])
 top.set_ylabel(f"time for {K} kernels (µs, median of the round)")
