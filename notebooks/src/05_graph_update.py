@@ -512,7 +512,7 @@ for t, (k, o) in enumerate(zip(pattern, outcomes)):
 # launches and the final wait. The last sequence is the case the new rule was written for: a
 # burst of changing steps (a prompt being processed), then a long stable decode.
 
-# %% tags=["key-figure"]
+# %%
 STEPS = 40
 sequences = {
     "stable": [K_STEP] * STEPS,
