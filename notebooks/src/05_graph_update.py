@@ -512,7 +512,7 @@ for t, (k, o) in enumerate(zip(pattern, outcomes)):
 # launches and the final wait. The last sequence is the case the new rule was written for: a
 # burst of changing steps (a prompt being processed), then a long stable decode.
 
-# %% tags=["key-figure"]
+# %%
 STEPS = 40
 sequences = {
     "stable": [K_STEP] * STEPS,
@@ -827,34 +827,62 @@ for h in (ex_model, ex_io, ex_pp, ex_three, g_model, g_io, g_pp, g_other, g_thre
 #   the service accepts. With a bounded cache the best spacing lies between the extremes: measure
 #   it.
 #
-# ## Exercise: choose the buckets
+# ## Exercise: a server that keeps its executable
 #
-# A server accepts batches of 1 to `ex05.MAX_BATCH` rows. It may keep at most
-# `ex05.MAX_BUCKETS` graphs, and at most `ex05.MAX_PADDING` of the rows it computes for the
-# request stream `ex05.exercise_requests()` (seeded, the same for everyone) may be padding.
-# Choose the buckets. The starting point, powers of two up to 64, serves every batch but needs
-# too many graphs, and dropping one is not enough. `ex05.padding_table` shows which bucket the
-# padding comes from; the cell after it serves the stream with your buckets.
+# A model server answers requests for several customers. Each customer has an *adapter*, a
+# buffer of `N` floats added to the input; every so often a new version of the model arrives.
+# `ex05.Server` has version 1 captured once on its static buffers and instantiated:
+#
+# ```
+#   node 0: saxpy[GRID, BLOCK, stream](out, 1.0, inp, adapter)   out = inp + adapter
+#   node 1: scale[GRID, BLOCK, stream](out, w)                   out *= w (the version's weight)
+#   nodes 2…: add_one[GRID, BLOCK, stream](out), ex05.LAYERS of them
+# ```
+#
+# It gives you `self.stream`, `self.inp` and `self.out` (the static buffers), `self.adapters`
+# (the customers' adapters, `"A"`, `"B"`, `"C"`), `self.adapter` (the one in use, A at first)
+# and `self.ex` (the executable). Write its three methods, so that the server never captures
+# and instantiates where it need not:
+#
+# - `answer(request)`: serve one request (a numpy array of `N` floats) with `self.ex` and
+#   return the answer, a numpy array;
+# - `use_adapter(adapter)`: later requests use `adapter`. The adapters belong to their
+#   customers: never write into one;
+# - `new_version(graph)`: later requests run `graph`, a new version captured on the same static
+#   buffers **with adapter A**, whichever adapter is in use. One version has a node more.
+#
+# The check serves a scripted day (`ex05.day()`: 17 requests, adapter switches, two new versions)
+# and compares every answer with numpy. When your server passes, it prints what each change cost
+# it, beside capturing and instantiating anew.
 
 # %% tags=["starter"]
-ex_requests = ex05.exercise_requests()
-buckets = [1, 2, 4, 8, 16, 32, 64]      # starting point: powers of two up to MAX_BATCH
-print(ex05.padding_table(buckets, ex_requests))
+class MyServer(ex05.Server):
+    def answer(self, request):
+        ...
+
+    def use_adapter(self, adapter):
+        ...
+
+    def new_version(self, graph):
+        ...
 
 # %% tags=["solution"]
-ex_requests = ex05.exercise_requests()
-# Most requests are small: spend most buckets there, about one per step in the cumulative count.
-# The tail above 20 rows is rare, so one bucket covers it; that bucket must be MAX_BATCH, the
-# largest batch the service accepts, not the largest request of this sample.
-buckets = [2, 4, 7, 12, 21, ex05.MAX_BATCH]
-print(ex05.padding_table(buckets, ex_requests))
+class MyServer(ex05.Server):
+    def answer(self, request):
+        self.inp.copy_to_device(request)         # into the buffer the graph was captured with
+        self.ex.launch(self.stream)
+        self.stream.synchronize()                 # the answer is there once the replay is done
+        return self.out.copy_to_host()
 
-# %%
-cache = labkit.GraphCache(build, buckets=buckets, stream=srv)
-lat = serve(ex_requests, cache.run)
-print(f"your buckets: {cache.stats()['misses']} graphs captured, "
-      f"{cache.stats()['padding_fraction']:.1%} padding, {lat.samples.sum() / 1e3:.1f} ms in all")
-cache.close()
+    def use_adapter(self, adapter):
+        self.adapter = adapter                    # remembered: a new version needs it again
+        self.ex.set_kernel_args(0, saxpy, ex05.GRID, ex05.BLOCK, self.out, 1.0, self.inp, adapter)
+
+    def new_version(self, graph):
+        if not self.ex.update(graph).ok:          # 910: another topology
+            old, self.ex = self.ex, graph.instantiate(upload_stream=self.stream)
+            old.close()                           # nothing launches it any more
+        self.use_adapter(self.adapter)            # the update copied node 0 from the new graph too
 
 # %% tags=["check"]
-ex05.check_buckets(buckets, ex_requests)
+ex05.check_server(MyServer, s)

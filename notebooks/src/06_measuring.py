@@ -77,27 +77,67 @@ claims.first_request_pays_the_jit(first_us, steady.median)
 
 
 # %% [markdown]
-# Allocation and graph upload cost time on both backends. `cudaMalloc` and `cudaFree` of a
-# workspace are paid on every request by a server that does not allocate it once at start-up and
-# reuse it; and a graph's first launch without `upload()` is set beside an uploaded first launch
-# and the steady launch (`timing.graph_phases`).
+# A graph's first launch pays its upload, unless `upload()` did it ahead; `timing.graph_phases`
+# sets that first launch beside an uploaded first launch and the steady launch.
 
 # %%
-def malloc_free():
-    p = check(rt.cudaMalloc(1 << 20)); check(rt.cudaFree(p))
-
-alloc = timing.measure(malloc_free, warmup=1, repeat=SZ["repeat"],
-                       label="cudaMalloc+cudaFree 1 MiB")
 ph = timing.graph_phases(lambda s: chain(50, x, s), stream, repeat=3, steady=10)
 warm = {"first kernel request": first_us, "steady kernel request": steady,
-        "cudaMalloc+Free 1 MiB": alloc,
         "graph 1st launch (no upload)": ph["first_launch"],
         "graph 1st launch (uploaded)": ph["uploaded_first_launch"],
         "graph steady launch": ph["steady_launch"]}
 for k, v in warm.items():
     print(f"{k:32s} {getattr(v, 'median', v):9.1f} µs")
 claims.first_graph_launch_dearer(ph["first_launch"].median, ph["steady_launch"].median)
-plot.bars(warm, ylabel="host time (µs)", log=True, title="06-1 Warm-up costs vs steady state");
+plot.bars(warm, ylabel="host time (µs, log: dots)", log=True,
+          title="06-1 Warm-up costs vs steady state");
+
+# %% [markdown]
+# **Allocate at start-up.** A `cudaMalloc` costs a few µs, so allocating a request's workspace
+# per request looks cheap. It is not, for two reasons. `cudaFree` first waits until the *whole
+# device* is idle, every stream's work included, since that work may still use the memory; a
+# request that frees its workspace waits for whatever else the GPU was doing. And a large
+# `cudaMalloc` (hundreds of MiB) costs the driver far more than a small one; the simulator
+# charges every allocation the same, so only the first reason shows here.
+#
+# Below, a background job (one long kernel) runs on a stream of its own while a request of ten
+# kernels is served on `stream`: once with a workspace allocated, used and freed per request,
+# once with a workspace allocated at start-up.
+
+# %%
+bg = labkit.Stream()                        # the background job's stream: not the request's
+y = labkit.to_device(np.zeros(32, np.float32))
+WS = 1 << 20                                # the request's workspace: 1 MiB
+workspace = check(rt.cudaMalloc(WS))       # allocated once, at start-up
+
+def request_with_workspace(ws=None):
+    p = ws if ws is not None else check(rt.cudaMalloc(WS))
+    check(rt.cudaMemsetAsync(p, 0, WS, stream.handle))    # the request uses its workspace
+    chain(10, x, stream)
+    stream.synchronize()
+    if ws is None:
+        check(rt.cudaFree(p))               # waits for the device: the background job too
+
+job = timing.measure(lambda: (busy[1, 32, bg](y, 200_000), bg.synchronize()), warmup=1, repeat=3)
+alloc_ways = {"allocate per request": None, "allocated at start-up": workspace}
+lat = {name: [] for name in alloc_ways}
+for r in range(5):
+    for name, ws in alloc_ways.items():
+        busy[1, 32, bg](y, 200_000)         # the job starts just before the request
+        t0 = labkit.host_us()
+        request_with_workspace(ws)
+        lat[name].append(labkit.host_us() - t0)
+        bg.synchronize()
+lat = {name: timing.Stats(v, label=name) for name, v in lat.items()}
+print(f"background job alone: {job.median:.0f} µs")
+for name, st in lat.items():
+    print(f"{name:22s} request latency, median {st.median:7.0f} µs")
+claims.free_waits_for_the_device(lat["allocate per request"].median,
+                                 lat["allocated at start-up"].median, job.median)
+plot.bars(lat, ylabel="request latency (µs)",
+          title="06-1b A request beside a background job")
+plt.show()
+check(rt.cudaFree(workspace))
 
 # %% [markdown]
 # **Rule:** run every path once (better: a few times) before the clock starts, allocate at
@@ -382,45 +422,61 @@ plot.bars({"long: eager": le, "long: graph": lg,
 # the same way however the host moves. It matters when two versions are close, and most changes
 # you will want to judge are close: a synchronize removed, a copy moved, two kernels fused. So
 # take the close pair from 06-3: the 50-kernel chain with a synchronize after each kernel, against
-# the same chain with one synchronize at the end (the printed ratio below says how close). Both
-# are paced by the host (numba's launch, and the synchronize's round trip), so a host that slows
-# down slows both. A slow stretch that falls on one version only can shrink the gap, widen it, or,
-# if it is large enough, turn it round.
+# the same chain with one synchronize at the end. 06-3 measured them in alternating rounds, so
+# their ratio there is our yardstick. Both are paced by the host (numba's launch, and the
+# synchronize's round trip), so a host that slows down slows both.
+#
+# A real host's drift comes when it likes, so we make one that comes on cue:
+# `labkit.course.host_drift.Drift` slows the host steadily while a measurement runs, until every
+# call takes twice as long (it follows each call with host work, as a neighbour taking more and
+# more of the core would). Each method below gets the same drift from the start, over the time
+# its calls take on a steady host.
 #
 # **(a) The naive way:** all of one version's samples, then all of the other's.
 
 # %%
+from labkit.course.host_drift import Drift
+
 ROUNDS = 6
 N = 4 * SZ["repeat"]                   # calls of each version per round
 pair = {"sync after each": sync_each, "one sync at end": sync_end}
 A, B = pair
+yardstick = res[A].median / res[B].median            # 06-3, in alternating rounds, no drift
+steady_us = ROUNDS * N * sum(timing.measure(fn, warmup=1, repeat=N).median for fn in pair.values())
+drift = Drift(stream, slowest=2.0, over_us=steady_us)   # half speed by the end
+on_drifting_host = {name: drift.slowed(fn) for name, fn in pair.items()}
+
+drift.start()
 naive = {name: timing.measure(fn, warmup=2, repeat=ROUNDS * N, label=name)   # A's, then B's
-         for name, fn in pair.items()}
+         for name, fn in on_drifting_host.items()}
 naive_ratio = naive[A].median / naive[B].median
 for name, st in naive.items():
     print(f"{name:16s} one block of {st.n} calls, median {st.median:7.1f} µs")
-print(f"naive ratio {A} / {B}: {naive_ratio:.2f}x, from two medians taken one after the other")
+print(f"naive ratio {A} / {B}: {naive_ratio:.2f}x, from two medians taken one after the other; "
+      f"06-3's yardstick: {yardstick:.2f}x")
 
 # %% [markdown]
-# **(b) In rounds:** the same number of calls, cut into rounds of `N` calls of each version, in
-# alternating order (A B, B A, A B, ...). Each round gives one median per version and one ratio,
-# taken from two figures measured moments apart. We report the median of those ratios over the
-# rounds and their range. `python -m labkit calibrate` works this way.
+# **(b) In rounds:** the same number of calls on the same drifting host, cut into rounds of `N`
+# calls of each version, in alternating order (A B, B A, A B, ...). Each round gives one median
+# per version and one ratio, taken from two figures measured moments apart. We report the median
+# of those ratios over the rounds and their range. `python -m labkit calibrate` works this way.
 
 # %%
+drift.start()                          # the same drift again, from full speed
 per_round = {name: [] for name in pair}
 for r in range(ROUNDS):
     for name in (list(pair) if r % 2 == 0 else list(pair)[::-1]):     # alternate the order
-        per_round[name].append(timing.measure(pair[name], warmup=1, repeat=N).median)
+        per_round[name].append(timing.measure(on_drifting_host[name], warmup=1, repeat=N).median)
 ratios = np.array(per_round[A]) / np.array(per_round[B])
 ratio_median = float(np.median(ratios))
 for name, vals in per_round.items():
     print(f"{name:16s} µs, round by round: " + "  ".join(f"{v:7.1f}" for v in vals))
 print(f"{'within-round ratio':37s}" + "  ".join(f"{q:6.2f}x" for q in ratios))
 print(f"median over rounds {ratio_median:.2f}x, "
-      f"range {ratios.min():.2f}x .. {ratios.max():.2f}x "
-      f"(spread {ratios.max() / ratios.min() - 1:.0%}); naive {naive_ratio:.2f}x")
+      f"range {ratios.min():.2f}x .. {ratios.max():.2f}x; naive {naive_ratio:.2f}x; "
+      f"yardstick {yardstick:.2f}x")
 claims.rounds_favour_one_sync(ratios)
+claims.rounds_see_through_the_drift(ratio_median, naive_ratio, yardstick)
 
 
 # %%
@@ -444,7 +500,7 @@ xs_round = range(1, ROUNDS + 1)
 with plot.style():
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 8))      # stacked: long titles fit
 plot.per_kernel_cost(xs_round, per_round, ax=top, logx=False,
-                     title=f"06-6 {A} vs {B}, {K} kernels, round by round")
+                     title=f"06-6 {A} vs {B}, {K} kernels, rounds on a slowing host")
 mark(top, [(naive[name].median, f"{name}: naive block", dict(color=c, linestyle="--"))
            for name, c in zip(pair, plot.colors_for(per_round))])
 top.set_ylabel(f"time for {K} kernels (µs, median of the round)")
@@ -453,6 +509,7 @@ plot.per_kernel_cost(xs_round, {"within-round ratio": ratios}, ax=bottom, logx=F
 bottom.get_lines()[0].set_color("#637939")     # not the colour of either version
 mark(bottom, [(ratio_median, "median over rounds", dict(color="black")),
               (naive_ratio, "naive blocks", dict(color="grey", linestyle="--")),
+              (yardstick, "06-3, steady host", dict(color="#d62728", linestyle="-.")),
               (1.0, "a tie", dict(color="grey", linestyle=":"))])
 bottom.set_ylabel("ratio (×)")
 top.set_ylim(0, 1.2 * max(max(v) for v in per_round.values()))     # headroom above the top line
@@ -464,20 +521,22 @@ plt.show()
 # %% [markdown]
 # **What to look at.** The figure shows three things:
 #
-# - above, the two versions' lines: a slow stretch of the host longer than a round lifts both in
-#   the same rounds, since both are paced by the host; a shorter one may catch only one of them;
-# - below, the within-round ratio: a slow stretch longer than a round lands on both of that
-#   round's figures, so it cancels in their ratio; the jitter from one call to the next does not
-#   cancel, and makes the ratio wobble a little from round to round. Read the median, and quote
-#   the range;
-# - the dashed lines: the naive blocks. Where a dashed line above lies off its version's
-#   round-by-round line, or the naive ratio lies outside the rounds' range below, the host
-#   changed speed between the two blocks and the naive ratio carries it. On a quiet host the
-#   naive blocks can agree with the rounds; nothing in them tells you whether that run was a
-#   quiet one, and the rounds do.
+# - above, the two versions' lines: both climb as the host slows, round after round, since both
+#   are paced by the host. The dashed lines are the naive blocks: A's block ran while the host
+#   was still fast, B's while it was slow, so B's dashed line sits high and A's low;
+# - below, the within-round ratio: the slowdown lands on both of a round's figures, so it cancels
+#   in their ratio. What is left is the drift *within* a round (the version measured second runs
+#   on a slightly slower host), which the alternating order turns into a wobble up and down from
+#   one round to the next; on the simulator the modelled host's own slow stretches add to it.
+#   Read the median, and quote the range;
+# - the dashed line below is the naive ratio: the drift went into it whole, and it sits far from
+#   the yardstick of 06-3 (dash-dotted), maybe on the other side of a tie. The rounds' median stays
+#   near the yardstick.
 #
-# On the simulator the host is a model: its seeded warm-up and jitter move the rounds as a real
-# host's slow stretches do, though not from the same causes. Here is a real host: the rounds of
+# Without the drift the naive blocks can agree with the rounds; nothing in them tells you whether
+# a run was a quiet one, and the rounds do.
+#
+# The drift here was made on cue; a real host's comes on its own. Here is a real host: the rounds of
 # the packaged calibration's chain benchmark, measured on a GPU server, one round every few
 # seconds, drawn as they were measured (this cell reads a file; it measures nothing).
 

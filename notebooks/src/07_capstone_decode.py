@@ -148,10 +148,16 @@ claims.graph_decodes_faster(eager.tokens_per_s, graph.tokens_per_s)
 plot.bars({n: r.tokens_per_s for n, r in rows.items()}, ylabel="tokens per second",
           title="07-1 Decode throughput (after the same eager prefill)")
 plt.show()
-# 07-2 compares the spread, not the level (the table has that): each gap over its row's median
-plot.latency_cdf({n: timing.Stats(np.asarray(r.inter_token_us) / np.median(r.inter_token_us),
-                                  label=n, unit="× its median") for n, r in rows.items()},
-                 title="07-2 Inter-token latency, each gap over its row's median");
+
+# %%
+# 07-2: the jitter in µs, each gap less its row's median (the table has the levels)
+jitter = {n: np.asarray(r.inter_token_us) - np.median(r.inter_token_us) for n, r in rows.items()}
+for n, j in jitter.items():
+    print(f"{n:16s} gaps from {j.min():+8.1f} to {j.max():+8.1f} µs around the median; "
+          f"p99 {np.percentile(j, 99):+7.1f} µs")
+plot.latency_cdf({n: timing.Stats(j, label=n, unit="µs from its row's median")
+                  for n, j in jitter.items()},
+                 title="07-2 Inter-token jitter, each gap less its row's median");
 
 # %% [markdown]
 # Read the two rows side by side: the time to first token differs only by its first step, since
@@ -160,10 +166,11 @@ plot.latency_cdf({n: timing.Stats(np.asarray(r.inter_token_us) / np.median(r.int
 # long enough to hide its launches: serving engines have mostly captured decode, and run the
 # prefill, or at least its attention, eagerly.) The
 # eager row is host time (a numba dispatch per kernel) and moves with your host's speed and
-# load; the graph row is mostly the GPU's time for the step's kernels. 07-2 puts both rows on one
-# scale, each gap divided by its row's median, so it shows how steady each is: where a curve
-# leans right of 1, the host's hiccups reached those tokens. Compare how far each curve's p99
-# lies from 1 with the table's p50 and p99.
+# load; the graph row is mostly the GPU's time for the step's kernels. 07-2 shows how steady each
+# row is, in µs: each gap less its row's median, so both curves centre on 0 and their widths
+# compare directly. Eager's curve spreads over far more µs than the graph's: every one of its
+# kernel launches can be held up by the host, while a replay is one launch. Where a curve's top
+# reaches right, the host's hiccups reached those tokens.
 #
 # On a GPU run, "torch CUDAGraph" replays a captured step too, yet it comes out slower than
 # "numba graph": PyTorch runs the same step as many more, smaller operations (each multiply,

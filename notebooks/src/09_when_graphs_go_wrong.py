@@ -235,7 +235,7 @@ print(report)
 # Every buffer from `b` on differs, so `out` alone would not have told us where. Bisect the
 # stages: compare the graph of the first `k` stages with the same `k` stages run eagerly.
 
-# %%
+# %% tags=["key-figure"]
 def first_bad_stage(n_stages):
     lo, hi = 0, n_stages              # the first `lo` stages agree; all `hi` stages do not
     tried = []

@@ -140,3 +140,11 @@ def test_the_sources_are_jupytext_percent_scripts():
     for path in tool.sources():
         assert jupytext.read(path).cells, path
         assert path.read_text().count("# %%") >= 10, f"{path.name} is not in the percent format"
+
+
+def test_every_notebook_chooses_one_figure_for_the_index():
+    # the index shows the last figure of the cell tagged key-figure; with none it falls back to
+    # the notebook's last figure, which is rarely the one a newcomer should see first
+    counts = {src.name: sum("key-figure" in _tags(c) for c in tool.read_source(src).cells)
+              for src in tool.sources()}
+    assert all(n == 1 for n in counts.values()), counts

@@ -313,14 +313,34 @@ def test_graph_dag_refuses_a_cycle():
 def test_bars_print_each_value_and_whisker_stats_to_p95():
     values = {"exec update": Stats([10.0, 11.0, 12.0, 20.0]), "node update": 2.5,
               "recapture": 300.0}
-    ax = plot.bars(values, ylabel="time per update (µs)", log=True, provenance=PROV)
+    ax = plot.bars(values, ylabel="time per update (µs)", provenance=PROV)
     _rendered(ax)
     assert PROV in ax.get_title()
     texts = [t.get_text() for t in ax.texts]
     assert texts == ["11.5", "2.5", "300"]
-    assert ax.get_yscale() == "log" and ax.get_ylabel() == "time per update (µs)"
+    assert ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0
     heights = [p.get_height() for p in ax.patches]
     assert heights == pytest.approx([11.5, 2.5, 300.0])
+
+
+def test_bars_on_a_log_axis_are_dots_not_bars():
+    values = {"exec update": Stats([10.0, 11.0, 12.0, 20.0]), "node update": 2.5,
+              "recapture": 300.0}
+    ax = plot.bars(values, ylabel="time per update (µs)", log=True, provenance=PROV)
+    _rendered(ax)
+    assert ax.get_yscale() == "log" and ax.get_ylabel() == "time per update (µs)"
+    assert not ax.patches, "a bar's length on a log axis depends on where the axis starts"
+    dots = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    assert [float(d.get_ydata()[0]) for d in dots] == pytest.approx([11.5, 2.5, 300.0])
+    assert [t.get_text() for t in ax.texts] == ["11.5", "2.5", "300"]
+    lo, hi = ax.get_ylim()
+    assert lo < 2.5 and hi > 300.0
+    assert ax.get_xlabel().startswith("dot: median")
+
+
+def test_bars_refuse_stacks_on_a_log_axis():
+    with pytest.raises(ValueError, match=r"^stacked bars need a linear axis"):
+        plot.bars({"first": {"upload": 4.0, "launch": 2.0}}, log=True, provenance=PROV)
 
 
 def test_fixed_colours_follow_the_strategy_name():

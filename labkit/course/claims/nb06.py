@@ -8,7 +8,8 @@ from labkit.measure.claims import claim
 __all__ = ["first_request_pays_the_jit", "first_graph_launch_dearer", "graph_p99_below_eager",
            "graph_less_cpu_launching", "graph_serves_more_at_equal_load", "syncs_in_order",
            "long_kernel_graph_saves_little", "one_kernel_graph_used_once_loses",
-           "recapture_saves_at_most_half", "rounds_favour_one_sync"]
+           "recapture_saves_at_most_half", "rounds_favour_one_sync", "rounds_see_through_the_drift",
+           "free_waits_for_the_device"]
 
 
 @claim("the first request (with the JIT) costs over 5× a steady one",
@@ -86,3 +87,25 @@ def recapture_saves_at_most_half(recapture_us, eager_us):
 def rounds_favour_one_sync(ratios):
     import numpy as np
     return float(np.median(ratios)) > 1, "per round: " + ", ".join(f"{q:.2f}×" for q in ratios)
+
+
+@claim("on a drifting host, the naive ratio is led astray and the rounds' median stays near the "
+       "yardstick measured without the drift",
+       why="the drift was too small against the host's own noise, or the host's own slow stretch "
+           "fell on the rounds", look="the ratios printed above and the lower panel")
+def rounds_see_through_the_drift(rounds_median, naive_ratio, yardstick):
+    import numpy as np
+    off_rounds = abs(np.log(rounds_median / yardstick))
+    off_naive = abs(np.log(naive_ratio / yardstick))
+    return off_naive > 0.15 and off_rounds < off_naive / 2, (
+        f"rounds {rounds_median:.2f}×, naive {naive_ratio:.2f}×, yardstick {yardstick:.2f}×")
+
+
+@claim("a request that frees its workspace waits for the background job; one whose workspace was "
+       "allocated at start-up does not",
+       why="the background job finished before the request's free (a faster GPU, or a slower "
+           "host), or the driver did not wait in cudaFree", look="the latencies printed above")
+def free_waits_for_the_device(per_request_us, up_front_us, job_us):
+    return per_request_us > 0.8 * job_us and up_front_us < 0.5 * job_us, (
+        f"per request {per_request_us:.0f} µs, at start-up {up_front_us:.0f} µs, "
+        f"job {job_us:.0f} µs")

@@ -1,27 +1,38 @@
-"""Notebook 05's request streams and the check for its exercise: choose capture sizes (buckets).
+"""Notebook 05's request streams, and the check for its exercise: a model server that keeps one
+executable for its whole life.
 
-A server that keeps one graph per bucket pads each request up to the smallest bucket that holds
-it. Few buckets mean few graphs (captures, instantiations, memory); buckets far apart mean much
-padding (GPU work on rows nobody asked for). The exercise asks for at most `MAX_BUCKETS` graphs
-and at most `MAX_PADDING` of the computed rows being padding, for `exercise_requests()`, and for
-a bucket set that serves every batch the service accepts (up to `MAX_BATCH` rows), not only the
-sizes that happen to be in the sample.
+The server (`Server`, which a learner subclasses) holds a model captured once on static buffers:
+node 0 adds the customer's *adapter* (``saxpy(out, 1.0, inp, adapter)``), node 1 scales by the
+version's weight (``scale(out, w)``), then `LAYERS` ``add_one`` nodes. The learner writes three
+methods: ``answer(request)`` (copy in, replay, copy out), ``use_adapter(adapter)`` (a node
+update) and ``new_version(graph)`` (an executable update, and the recovery from 910 when the new
+version's topology differs). `check_server` serves a scripted day (requests, adapter switches,
+new versions, one with a node more) and checks every answer against numpy, that the adapters'
+buffers were never written, that each change was made the narrowest way, and that no old
+executable is left open; then it times each change against capturing and instantiating anew.
+
+`request_stream` and `MAX_BATCH` serve section 8's demo of varying batch sizes.
 """
 from __future__ import annotations
 
-import bisect
-from collections import Counter
-
 import numpy as np
 
-__all__ = ["request_stream", "exercise_requests", "padding_fraction", "padding_table",
-           "check_buckets", "MAX_BUCKETS", "MAX_PADDING", "MAX_BATCH"]
+from ..._capture import capture
+from ..._graph import Graph, GraphExec
+from ..._kernel import device_array, to_device
+from ...backend import host_us
+from ..workloads import add_one, saxpy, scale
 
-MAX_BATCH = 64        # the largest batch a request may have
-MAX_BUCKETS = 6       # graphs the exercise's server may keep
-MAX_PADDING = 0.24    # at most this share of the computed rows may be padding (one power of two
-                      # dropped from 1..64 pads 24.4 % or more; the best six buckets ending at 64, 21.6 %)
-EXERCISE_SEED, EXERCISE_REQUESTS = 2005, 1000
+__all__ = ["request_stream", "MAX_BATCH", "Server", "N", "GRID", "BLOCK", "LAYERS", "WEIGHTS",
+           "adapters", "version_graph", "reference", "day", "check_server"]
+
+MAX_BATCH = 64        # the largest batch a request may have (section 8)
+
+N, GRID, BLOCK = 1024, 4, 256
+LAYERS = 30           # add_one nodes after the two the exercise changes: a graph of some size
+WEIGHTS = {1: 2.0, 2: 3.0, 3: 0.5}   # each version's weight (node 1)
+EXTRA_NODE = {3}      # versions with one add_one node more: another topology
+_SEED = 2005
 
 
 def request_stream(n: int, seed: int, max_batch: int = MAX_BATCH) -> np.ndarray:
@@ -34,107 +45,232 @@ def request_stream(n: int, seed: int, max_batch: int = MAX_BATCH) -> np.ndarray:
     return np.clip(np.ceil(rng.lognormal(1.0, 0.9, int(n))), 1, max_batch).astype(np.int64)
 
 
-def exercise_requests() -> np.ndarray:
-    """The exercise's request stream (the same for every learner and on every backend)."""
-    return request_stream(EXERCISE_REQUESTS, EXERCISE_SEED)
+def _adapter_values() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(_SEED)
+    return {name: rng.standard_normal(N).astype(np.float32) for name in "ABC"}
 
 
-def _as_sizes(values, what: str) -> list[int]:
-    try:
-        given = list(values)
-        out = [int(v) for v in given if not isinstance(v, (bool, str)) and float(v) == int(v)]
-        if len(out) != len(given):
-            raise ValueError
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{what} must be a list of positive whole numbers, got {values!r}") from None
-    if not out or min(out) < 1:
-        raise ValueError(f"{what} must be a non-empty list of positive whole numbers, got {values!r}")
-    return out
+def adapters() -> dict:
+    """Three customers' adapters, ``{"A": device array, "B": ..., "C": ...}`` (seeded values).
+    They belong to their customers: a server reads them and never writes them."""
+    return {name: to_device(v) for name, v in _adapter_values().items()}
 
 
-def _bucket_of(b: list[int], requests: list[int]) -> list[int]:
-    largest = max(requests)
-    if b[-1] < largest:
-        raise ValueError(f"the largest bucket is {b[-1]} but a request has {largest} rows: it cannot "
-                         f"be served; include a bucket of at least {largest}")
-    return [b[bisect.bisect_left(b, r)] for r in requests]
+def _record(version: int, inp, out, adapter, stream) -> None:
+    """Version ``version`` of the model, launched on ``stream`` (eagerly or inside a capture)."""
+    saxpy[GRID, BLOCK, stream](out, 1.0, inp, adapter)       # node 0: out = inp + adapter
+    scale[GRID, BLOCK, stream](out, WEIGHTS[version])         # node 1: out *= w
+    for _ in range(LAYERS + (1 if version in EXTRA_NODE else 0)):
+        add_one[GRID, BLOCK, stream](out)                     # nodes 2...: out += 1
 
 
-def padding_fraction(buckets, requests) -> float:
-    """Padded rows over all computed rows when each request is padded up to its bucket."""
-    b = sorted(set(_as_sizes(buckets, "buckets")))
-    req = _as_sizes(requests, "requests")
-    padded = _bucket_of(b, req)
-    return (sum(padded) - sum(req)) / sum(padded)
+def version_graph(server: "Server", version: int) -> Graph:
+    """Version ``version`` captured on ``server``'s static buffers, with adapter A (the default:
+    a version is built before anyone knows which customer comes next)."""
+    with capture(server.stream) as cap:
+        _record(version, server.inp, server.out, server.adapters["A"], server.stream)
+    return cap.graph
 
 
-def padding_table(buckets, requests) -> str:
-    """A table, one line per bucket: the requests it serves and the padding they cost.
+def reference(request, adapter_values, version: int) -> np.ndarray:
+    """What version ``version`` answers for ``request`` with an adapter of these values (numpy)."""
+    out = (np.asarray(request, np.float32) + adapter_values) * np.float32(WEIGHTS[version])
+    return out + np.float32(LAYERS + (1 if version in EXTRA_NODE else 0))
 
-    The bucket whose line has the largest share of the padding is where a new bucket (just below
-    it, where its requests are dense) helps most.
+
+class Server:
+    """The exercise's model server, with version 1 captured once and instantiated.
+
+    Attributes: ``stream`` (a `labkit.Stream`), ``inp`` and ``out`` (the static device buffers
+    of `N` floats the graph reads and writes), ``adapters`` (the customers' adapters, device
+    arrays the server must never write), ``adapter`` (the one in use, A at first), and ``ex``
+    (the executable that serves requests). Node 0 of the graph was launched as
+    ``saxpy[GRID, BLOCK, stream](out, 1.0, inp, adapter)``; node 1 as
+    ``scale[GRID, BLOCK, stream](out, w)``; then come `LAYERS` ``add_one`` nodes.
+
+    Subclass it and write ``answer``, ``use_adapter`` and ``new_version``.
     """
-    b = sorted(set(_as_sizes(buckets, "buckets")))
-    req = _as_sizes(requests, "requests")
-    padded = _bucket_of(b, req)
-    served: dict[int, list[int]] = {k: [] for k in b}
-    for r, p in zip(req, padded):
-        served[p].append(r)
-    total_pad = sum(padded) - sum(req)
-    computed = sum(padded)
-    lines = [f"{'bucket':>6} {'requests':>9} {'sizes':>9} {'padded rows':>12} {'share of padding':>17}"]
-    for k in b:
-        rs = served[k]
-        pad = sum(k - r for r in rs)
-        sizes = f"{min(rs)}-{max(rs)}" if rs else "-"
-        share = pad / total_pad if total_pad else 0.0
-        lines.append(f"{k:6d} {len(rs):9d} {sizes:>9} {pad:12d} {share:16.0%}")
-    lines.append(f"{len(b)} buckets; padding: {total_pad} of {computed} computed rows "
-                 f"= {total_pad / computed:.1%}")
-    return "\n".join(lines)
+
+    def __init__(self, stream, adapters_: dict | None = None):
+        self.stream = stream
+        self.inp, self.out = device_array(N), device_array(N)
+        self.adapters = adapters_ if adapters_ is not None else adapters()
+        self.adapter = self.adapters["A"]
+        _record(1, self.inp, self.out, self.adapter, stream)  # warm-up: every kernel compiled
+        stream.synchronize()
+        self.graph = version_graph(self, 1)
+        self.ex = self.graph.instantiate(upload_stream=stream)
+
+    def answer(self, request: np.ndarray) -> np.ndarray:
+        """Serve one request (`N` floats) with ``self.ex``; return the answer as a numpy array."""
+        raise NotImplementedError("write answer(self, request): copy in, replay, copy out")
+
+    def use_adapter(self, adapter) -> None:
+        """From the next request on, answer with ``adapter`` (one of ``self.adapters``)."""
+        raise NotImplementedError("write use_adapter(self, adapter)")
+
+    def new_version(self, graph: Graph) -> None:
+        """From the next request on, answer with ``graph``, a new version of the model."""
+        raise NotImplementedError("write new_version(self, graph)")
 
 
-def check_buckets(buckets, requests, max_buckets: int = MAX_BUCKETS,
-                  max_padding: float = MAX_PADDING, max_batch: int = MAX_BATCH) -> None:
-    """Pass if ``buckets`` serve every batch the service accepts (1 to ``max_batch`` rows) with at
-    most ``max_buckets`` graphs, and at most ``max_padding`` of the rows computed for
-    ``requests`` are padding; raise AssertionError saying what to change otherwise."""
-    raw = _as_sizes(buckets, "buckets")
-    req = _as_sizes(requests, "requests")
-    b = sorted(raw)
-    if len(set(b)) != len(b):
-        repeated = sorted(k for k, n in Counter(b).items() if n > 1)
-        raise AssertionError(f"buckets {b} repeat {repeated}: each repeat is a wasted slot; "
-                             "list each size once")
-    largest = max(req)
-    if b[-1] < max_batch:
-        if b[-1] < largest:
-            head = (f"the largest bucket is {b[-1]} but requests go up to {largest}: those requests "
-                    f"cannot be served, and the service accepts batches of up to {max_batch} rows")
+def day() -> list[tuple]:
+    """The scripted day `check_server` serves: ("request", k), ("adapter", name) and
+    ("version", v) events, in order (requests are drawn from a seeded generator)."""
+    ev = [("request", i) for i in range(3)]
+    ev += [("adapter", "B")] + [("request", i) for i in range(3, 6)]
+    ev += [("version", 2)] + [("request", i) for i in range(6, 9)]
+    ev += [("adapter", "C"), ("request", 9), ("adapter", "A"), ("request", 10)]
+    ev += [("adapter", "B"), ("request", 11)]
+    ev += [("version", 3)] + [("request", i) for i in range(12, 15)]
+    ev += [("adapter", "C"), ("request", 15), ("adapter", "A"), ("request", 16)]
+    return ev
+
+
+def _counted(ex) -> None:
+    """Count the launches of executable ``ex`` (an instance attribute over the method)."""
+    if not isinstance(ex, GraphExec) or getattr(ex, "_launches", None) is not None:
+        return
+    ex._launches = 0
+    launch = ex.launch
+
+    def counting(stream):
+        ex._launches += 1
+        return launch(stream)
+    ex.launch = counting
+
+
+def _who(values: dict, got: np.ndarray, request, version: int) -> str:
+    """Which adapter and version ``got`` was computed with, in words, where one fits."""
+    for v in WEIGHTS:
+        for name, a in values.items():
+            if np.allclose(got, reference(request, a, v), rtol=1e-5, atol=1e-4):
+                return f"adapter {name} and version {v}"
+    return ""
+
+
+def check_server(server_class, stream) -> None:
+    """Serve the scripted `day` with ``server_class(stream)`` (a `Server` subclass) and check
+    it; raise AssertionError saying what went wrong, or print what each change cost."""
+    if not (isinstance(server_class, type) and issubclass(server_class, Server)):
+        raise TypeError(f"pass your class (a subclass of ex05.Server), got {server_class!r}")
+    values = _adapter_values()
+    srv = server_class(stream)
+    if not isinstance(getattr(srv, "ex", None), GraphExec):
+        raise AssertionError("the server has no executable in self.ex: if you wrote __init__, "
+                             "call super().__init__(stream) first")
+    rng = np.random.default_rng(_SEED + 1)
+    requests = [rng.standard_normal(N).astype(np.float32) for _ in range(17)]
+    answers: list[tuple[int, np.ndarray, np.ndarray]] = []
+    adapter, version = "A", 1
+    took: dict[str, list[float]] = {"adapter": [], "update": [], "instantiate": []}
+    opened: list = []
+    _counted(srv.ex)
+    for event, arg in day():
+        before_ex, before_graph = srv.ex, srv.ex.graph
+        if event == "request":
+            req = requests[arg]
+            sent = req.copy()
+            before = srv.ex._launches
+            got = srv.answer(req)
+            if got is None:
+                raise AssertionError("answer returned None: return the answer, a numpy array of "
+                                     f"{N} floats")
+            if srv.ex._launches != before + 1:
+                raise AssertionError(
+                    f"answer launched self.ex {srv.ex._launches - before} times for one request: "
+                    "serve each request with one replay of the executable (no eager kernels, "
+                    "no capture per request)")
+            got = np.asarray(got)
+            want = reference(sent, values[adapter], version)
+            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-5, atol=1e-4):
+                seen = _who(values, got, sent, version) if got.shape == want.shape else ""
+                if not seen and len(answers) and got.shape == want.shape and np.allclose(
+                        got, answers[-1][2], rtol=1e-5, atol=1e-4):
+                    seen = "the previous request's data"
+                how = (f"it matches {seen}" if seen else
+                       "it matches no adapter and version for this request's data. Did the graph "
+                       "read this request, was the replay finished when you read the answer, and "
+                       "did you change the node you meant to?")
+                raise AssertionError(
+                    f"request {arg}, served with adapter {adapter} and version {version}, got a "
+                    f"wrong answer: {how}")
+            answers.append((arg, got, want))
+        elif event == "adapter":
+            t0 = host_us()
+            srv.use_adapter(srv.adapters[arg])
+            took["adapter"].append(host_us() - t0)
+            adapter = arg
+            if srv.ex is not before_ex:
+                raise AssertionError(
+                    f"use_adapter({arg}) replaced the executable: one node's argument changed, "
+                    "so change that node in the executable you have")
+            if srv.ex.graph is not before_graph:
+                raise AssertionError(
+                    f"use_adapter({arg}) updated every node of the executable from a new capture: "
+                    "only node 0 changed; update that one node (a capture costs about an eager run)")
         else:
-            head = (f"the largest bucket is {b[-1]}, which covers this sample (its largest request "
-                    f"has {largest} rows), but the service accepts batches of up to {max_batch} rows")
-        raise AssertionError(
-            f"{head}: a request of {b[-1] + 1} to {max_batch} rows would find no graph to run. Size "
-            "the buckets for every batch the service accepts, not for the batches one sample holds")
-    if b[-1] > max_batch:
-        raise AssertionError(f"the largest bucket is {b[-1]}, but no batch has more than {max_batch} "
-                             f"rows: every row of that graph past {max_batch} would be padding")
-    if len(b) > max_buckets:
-        raise AssertionError(f"{len(b)} buckets is more than the {max_buckets} graphs you may keep: "
-                             "merge neighbouring sizes where few requests fall (the large ones)")
-    frac = padding_fraction(b, req)
-    if frac > max_padding:
-        padded = _bucket_of(b, req)
-        waste = Counter()
-        for r, p in zip(req, padded):
-            waste[p] += p - r
-        worst, rows = waste.most_common(1)[0]
-        below = [k for k in b if k < worst]
-        lo = below[-1] + 1 if below else 1
-        raise AssertionError(
-            f"{frac:.1%} of the computed rows are padding (limit {max_padding:.0%}): most of it "
-            f"({rows} rows) comes from requests of {lo}-{worst} rows padded up to {worst}. Put "
-            "buckets where requests are dense (most are small), and few where they are rare")
-    print(f"correct: {len(b)} buckets serve every batch up to {max_batch} rows, with {frac:.1%} "
-          "padding on this stream")
+            graph = version_graph(srv, arg)
+            opened.append(graph)
+            t0 = host_us()
+            srv.new_version(graph)
+            dt = host_us() - t0
+            version = arg
+            same_topology = arg not in EXTRA_NODE
+            if same_topology:
+                took["update"].append(dt)
+                if srv.ex is not before_ex:
+                    raise AssertionError(
+                        f"new_version({arg}) made a new executable, but version {arg} has the "
+                        "same topology as the one running: update the executable in place "
+                        "(instantiating costs more, and grows with the graph)")
+                if srv.ex.graph is not graph:
+                    raise AssertionError(
+                        f"after new_version({arg}), self.ex still runs the old version's "
+                        "parameters: the new graph never reached the executable")
+            else:
+                took["instantiate"].append(dt)
+                if srv.ex is before_ex:
+                    raise AssertionError(
+                        f"after new_version({arg}), self.ex is the executable of version "
+                        f"{arg - 1}: version {arg} has one node more, so updating it fails "
+                        "(what did the update return?); the server must then run the new graph "
+                        "another way")
+                if not isinstance(srv.ex, GraphExec):
+                    raise AssertionError(f"after new_version({arg}), self.ex is {srv.ex!r}, "
+                                         "not an executable graph")
+                if before_ex.handle is not None:
+                    raise AssertionError(
+                        f"after new_version({arg}), the old executable is still open: nothing "
+                        "launches it any more, and each executable holds device memory. Close "
+                        "what you replace")
+            _counted(srv.ex)
+        for name, v in values.items():
+            if not np.array_equal(srv.adapters[name].copy_to_host(), v):
+                raise AssertionError(
+                    f"after {event} {arg}, adapter {name}'s buffer holds other values: it belongs "
+                    "to its customer and other servers read it. Never write into an adapter; "
+                    "point the graph at the one you need")
+    for i, got, want in answers:
+        if not np.allclose(got, want, rtol=1e-5, atol=1e-4):
+            raise AssertionError(
+                f"the answer returned for request {i} was right when returned, but has changed "
+                "since: answer returned a buffer that later requests overwrite. Return a copy")
+    srv.ex.close()
+    for g in opened + [srv.graph]:
+        g.close()
+    base = []
+    for v in (2, 3):                     # what the same change costs without updates
+        t0 = host_us()
+        g = version_graph(srv, v)
+        e = g.instantiate(upload_stream=stream)
+        base.append(host_us() - t0)
+        e.close()
+        g.close()
+    print(f"correct: {len(answers)} requests, {len(took['adapter'])} adapter switches and "
+          f"{len(took['update']) + len(took['instantiate'])} new versions, all answers equal to "
+          "numpy; every change made in place where it could be")
+    print(f"what each change cost your server (host, µs): adapter switch "
+          f"{np.median(took['adapter']):.1f}, new version by update {np.median(took['update']):.1f}, "
+          f"new version with a node more {np.median(took['instantiate']):.1f}; capturing and "
+          f"instantiating anew: {np.median(base):.1f}")

@@ -1,5 +1,6 @@
 """Bars comparing strategies, each with its value printed on it (`Axes.bar_label`); a bar may
-be a stack of named parts ("first launch" = upload + launch)."""
+be a stack of named parts ("first launch" = upload + launch). On a log-scaled axis the values are
+dots, not bars: a bar's length there depends on where the axis starts, and misleads."""
 from __future__ import annotations
 
 from typing import Mapping
@@ -35,7 +36,8 @@ def bars(values: Mapping[str, object], ax=None, ylabel: str = "µs", log: bool =
     ylabel : str
         Axis label with its unit, e.g. "time per update (µs)".
     log : bool
-        Log-scaled value axis (a linear one, ratios included, starts at 0).
+        Log-scaled value axis, where each value is a dot (a bar's length on a log axis says
+        nothing); a linear one, ratios included, starts at 0. Stacks need a linear axis.
     title : str
     provenance : str, optional
 
@@ -51,6 +53,9 @@ def bars(values: Mapping[str, object], ax=None, ylabel: str = "µs", log: bool =
         if not parts:
             raise ValueError(f"the stacked bar {label!r} has no parts; pass "
                              "{part: number or Stats}")
+    if log and stacks:
+        raise ValueError("stacked bars need a linear axis (log=False): on a log axis a part's "
+                         "length is not its share")
     plain = [label for label in labels if label not in stacks]
     part_names = list(dict.fromkeys(p for parts in stacks.values() for p in parts))
     palette = dict(zip(plain + part_names, colors_for(plain + part_names)))
@@ -64,7 +69,11 @@ def bars(values: Mapping[str, object], ax=None, ylabel: str = "µs", log: bool =
                              [0.0] * len(plain), list(upper.values()))
     with style():
         ax = _axes.new_axes(ax, (max(4.5, 1.2 * len(labels) + 2), 4.5))
-        if plain:
+        if plain and log:
+            _dots(ax, [x[label] for label in plain], [heights[label] for label in plain],
+                  [upper[label] for label in plain] if whiskers else None,
+                  [palette[label] for label in plain])
+        elif plain:
             container = ax.bar([x[label] for label in plain], [heights[label] for label in plain],
                                color=[palette[label] for label in plain],
                                yerr=[np.zeros(len(plain)), [upper[label] for label in plain]]
@@ -79,9 +88,11 @@ def bars(values: Mapping[str, object], ax=None, ylabel: str = "µs", log: bool =
             ax.set_yscale("log")
             # room above the tallest bar for its value: a tenth of the log range, as the
             # linear case gets 15 %
-            lo, hi = ax.get_ylim()
-            if top > 0 and lo > 0:
-                ax.set_ylim(lo, max(hi, top * (top / lo) ** 0.12), auto=None)
+            low = min(heights[label] for label in plain) if plain else top
+            if top > 0 and low > 0:
+                span = max(top / low, 10.0)
+                ax.set_ylim(low / span ** 0.12, top * span ** 0.15, auto=None)
+            ax.set_xlim(-0.6, len(labels) - 0.4)
             _axes.tidy_log_axis(ax.yaxis)
         else:
             ax.set_ylim(0, top * 1.15 or 1.0)
@@ -89,7 +100,8 @@ def bars(values: Mapping[str, object], ax=None, ylabel: str = "µs", log: bool =
                 _label_inside(ax, container)
         ax.set_ylabel(ylabel)
         if whiskers:
-            ax.set_xlabel(_axes.WHISKER_NOTE, fontsize=8, color="#555555")
+            note = _axes.WHISKER_NOTE.replace("bar:", "dot:") if log else _axes.WHISKER_NOTE
+            ax.set_xlabel(note, fontsize=8, color="#555555")
         if parts_drawn:
             ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), title="stacked parts")
         return _axes.finish(ax, title, provenance, grid_axis="y")
@@ -128,3 +140,13 @@ def _label_inside(ax, container) -> None:
     texts = [fmt_value(p.get_height()) if p.get_height() >= _INSIDE_LABEL * (hi - lo) else ""
              for p in container.patches]
     ax.bar_label(container, labels=texts, label_type="center", fontsize=8, color="white")
+
+
+def _dots(ax, xs, values, upper, colors) -> None:
+    """One dot per value (a whisker up to its p95 where given), the value printed to its right."""
+    for i, (x, v, c) in enumerate(zip(xs, values, colors)):
+        if upper is not None and upper[i] > 0:
+            ax.errorbar([x], [v], yerr=[[0.0], [upper[i]]], color=c, capsize=4, linewidth=1.2)
+        ax.plot([x], [v], marker="o", markersize=9, color=c, linestyle="none")
+        ax.annotate(fmt_value(v), (x, v), textcoords="offset points", xytext=(8, 0),
+                    va="center", fontsize=9)
