@@ -170,7 +170,7 @@ def _place(x, s, earliest):
     # against other streams, the launch is checked once, by what its nodes' code touches (its
     # own branches were checked when it was instantiated)
     if not hasattr(x, "access"):
-        x.access = _work.static_accesses(x.nodes)
+        x.access = _races.launch_access(_work.static_accesses(x.nodes))
     _races.check_launch(x.access, (s.handle, launch), order, start)
     return err
 

@@ -197,39 +197,57 @@ def started(op) -> None:
         return
     reads, writes = _ranges(op)
     vc = op.vc
+    who = getattr(op, "who", None)       # a graph launch: which node touched each range
     for lo, hi, name, w in [(a, b, n, False) for a, b, n in reads] + \
                            [(a, b, n, True) for a, b, n in writes]:
+        me = who[(lo, hi, name)] if who else op.name
         past = _history.setdefault(_base(lo), [])
-        for a, alo, ahi, aw, aname in past:
+        for a, alo, ahi, aw, aname, them in past:
             # checked in submission order for graph launches, in time order for the rest:
             # either may come first, so ordered means ordered either way
             if (alo < hi and lo < ahi and (aw or w) and a.vc is not vc and a is not op
                     and not _ordered(a, op) and not _ordered(op, a)):
                 kind = f"{'write' if aw else 'read'}/{'write' if w else 'read'}"
                 label = aname if name.startswith(("copy ", "memset ")) else name
-                _report(Race(a.name, op.name, _row(a), _row(op), label, kind, "streams",
+                _report(Race(them, me, _row(a), _row(op), label, kind, "streams",
                              op.start, max(lo, alo)))
         past[:] = [e for e in past if not (e[1] >= lo and e[2] <= hi and _ordered(e[0], op)
                                            and (w or not e[3]))]
-        past.append((op, lo, hi, w, name))
+        past.append((op, lo, hi, w, name, me))
         if len(past) > 64:        # bounded: the oldest accesses are long ordered in practice
             del past[:len(past) - 64]
 
 
 class _Access:
-    """One graph node's accesses, as `started` sees an op."""
-    __slots__ = ("name", "row", "key", "tick", "vc", "start", "accesses", "writes")
+    """A graph launch's accesses, as `started` sees an op: each range once (a range written is
+    not listed as read too), and ``who``: the node that touched it first."""
+    __slots__ = ("name", "row", "key", "tick", "vc", "start", "accesses", "writes", "who")
 
 
-def check_launch(nodes, row, order, start) -> None:
-    """A graph launch against other work: each node's static accesses (``(name, reads,
-    writes)``), ordered as the launch (``order``: key, tick, vc)."""
-    for name, reads, writes in nodes:
-        a = _Access()
-        a.name, a.row, a.start = name, row, start
-        a.key, a.tick, a.vc = order
-        a.accesses, a.writes = reads, writes
-        started(a)
+def launch_access(nodes) -> _Access:
+    """The accesses of an executable's nodes (``(name, reads, writes)``), merged once."""
+    a, who, writes, reads = _Access(), {}, {}, {}
+    for name, rs, ws in nodes:
+        for r in ws:
+            writes.setdefault(r[:2], r)
+            who.setdefault(writes[r[:2]], name)
+        for r in rs:
+            reads.setdefault(r[:2], r)
+            who.setdefault(reads[r[:2]], name)
+    a.writes = list(writes.values())
+    a.accesses = [r for k, r in reads.items() if k not in writes]
+    a.who, a.name = who, "graph"
+    return a
+
+
+def check_launch(access: _Access, row, order, start) -> None:
+    """A graph launch against other work (`launch_access`), ordered as the launch
+    (``order``: key, tick, vc)."""
+    a = _Access()
+    a.accesses, a.writes, a.who, a.name = access.accesses, access.writes, access.who, access.name
+    a.row, a.start = row, start
+    a.key, a.tick, a.vc = order
+    started(a)
 
 
 def _base(addr: int) -> int:
