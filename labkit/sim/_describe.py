@@ -11,8 +11,9 @@ in, and ``cudaGraphDebugDotPrint``'s DOT file, which names nodes by the same IDs
   and copy directions; ``flags`` add each kind's parameters, kernel attributes, handles and
   conditional parameters (``cudaGraphDebugDotFlagsVerbose``: all of them). Node names in the
   file are ``graph_<graph ID>_node_<local ID>``; a conditional node's bodies are drawn as
-  clusters beside it (a child graph node as one node: its copy of the child is not a graph). The layout is the simulator's, not the driver's byte for
-  byte: read it for what it names, not for its exact text.
+  clusters beside it (a child graph node as one node: its copy of the child is not a graph).
+  The layout is the simulator's, not the driver's byte for byte: read it for what it names,
+  not for its exact text.
 """
 from __future__ import annotations
 
@@ -105,7 +106,8 @@ def _label(n, flags: int) -> list[str]:
         lines.append(_DIRECTION.get(int(p["kind"]), str(p["kind"])))
     if n.type in _PARAM_FLAG and _on(flags, _PARAM_FLAG[n.type]):
         lines += _params(n)
-    if n.type == NT.cudaGraphNodeTypeMemset and _on(flags, _F.cudaGraphDebugDotFlagsMemsetNodeParams):
+    if n.type == NT.cudaGraphNodeTypeMemset and _on(
+            flags, _F.cudaGraphDebugDotFlagsMemsetNodeParams):
         lines += [f"dst {p['dst']:#x}", f"value {p['value']}", f"bytes {p['count']}"]
     if n.type == NT.cudaGraphNodeTypeKernel and _on(
             flags, _F.cudaGraphDebugDotFlagsKernelNodeAttributes):

@@ -31,7 +31,10 @@ def cudaGraphInstantiate(graph, flags=0):
         return (S.fail(err), None)
     _clock.api("cudaGraphInstantiate", _clock.C("instantiate", len(g.nodes)))
     x = S.Exec(g, flags)
-    _races.graph_races([_work.static_access(*n) for n in x.nodes])
+    # a programmatic edge orders launches, not memory: a numba kernel cannot wait for its
+    # predecessor's writes (cudaGridDependencySynchronize), so it does not count as ordering
+    _races.graph_races([_work.static_access(t, p, [d for d in ds if d not in p.get("_ports", ())])
+                        for t, p, ds in x.nodes])
     if _graphmem.has_memory_nodes(g):
         g.mem_exec = x
     _cond.on_instantiate(x, g)
