@@ -35,7 +35,9 @@ _ATTRS = {_A.cudaDevAttrMultiProcessorCount: "multiProcessorCount",
           _A.cudaDevAttrCanMapHostMemory: "canMapHostMemory",
           _A.cudaDevAttrConcurrentKernels: "concurrentKernels",
           _A.cudaDevAttrManagedMemory: "managedMemory",
-          _A.cudaDevAttrMemoryPoolsSupported: None}
+          _A.cudaDevAttrMemoryPoolsSupported: None,
+          # the simulator has no CUDA arrays (cudaMallocArray is not simulated), sparse or not
+          _A.cudaDevAttrSparseCudaArraySupported: 0}
 
 
 def _fields() -> dict:
@@ -66,6 +68,8 @@ def cudaDeviceGetAttribute(attr, device):
         raise NotImplementedError(f"cudaDeviceGetAttribute({attr.name}) is not simulated "
                                   "(backend 'sim'); run on a GPU with LABKIT_BACKEND=cuda")
     key = _ATTRS[attr]
+    if key == 0:
+        return E.cudaSuccess, 0
     return E.cudaSuccess, 1 if key is None else int(_fields()[key])
 
 
