@@ -1,7 +1,8 @@
 """Course code for notebook 12, CUDA 12.3 to 13.3's graph features, through ``labkit.rt``.
 
 * Kernels: `log_step`, a slow debugging kernel that adds a checksum of ``x`` to ``log[0]``
-  (what a learner switches off in an executable), with `model_step` (``add_one``) before it.
+  (what a learner switches off in an executable), with `model_step` (``add_one``) before it;
+  `respond`, a short latency-critical kernel (``busy``'s loop under its own name).
 * The DOT print read back: `dot_nodes` and `dot_edges` parse what ``cudaGraphDebugDotPrint``
   writes (node names ``graph_<graph ID>_node_<local ID>``), `dot_to_networkx` draws it with
   ``labkit.plot.graph_dag``, and `node_ids` lists a graph's nodes by their IDs (CUDA 13.1).
@@ -21,12 +22,12 @@ from numba import cuda
 from .. import _graph
 from .._errors import check
 from .._kernel import kernel
-from ..backend import rt
+from ..backend import name as _backend, rt
 from .workloads import add_one
 
-__all__ = ["log_step", "model_step", "dot_text", "dot_nodes", "dot_edges", "dot_to_networkx",
-           "node_ids", "nodes_of", "kernel_name", "programmatic_edge", "set_priority",
-           "kernel_spans", "cuda_core_names", "LOG_ITERS"]
+__all__ = ["log_step", "model_step", "respond", "dot_text", "dot_nodes", "dot_edges",
+           "dot_to_networkx", "node_ids", "nodes_of", "kernel_name", "programmatic_edge",
+           "set_priority", "kernel_spans", "cuda_core_names", "cuda_core_demo", "LOG_ITERS"]
 
 model_step = add_one
 LOG_ITERS = 20_000     # how many times log_step sums x: a debugging kernel far longer than the step
@@ -51,6 +52,26 @@ def log_step(x, log, iters):
             for j in range(x.size):
                 s += x[j]
         log[0] += s
+
+
+def _respond_ref(grid, block, x, iters):
+    n = min(x.size, grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2])
+    x.reshape(-1)[:n] += x.dtype.type(iters)
+
+
+def _respond_cost(P, grid, block, x, iters):
+    return P("kernel_us") + iters * P("busy_ns_per_iter") / 1000.0
+
+
+@kernel(reference=_respond_ref, cost=_respond_cost)
+def respond(x, iters):
+    """The urgent work of a request: each thread adds 1.0 ``iters`` times (as ``busy``)."""
+    i = cuda.grid(1)
+    if i < x.size:
+        v = x[i]
+        for _ in range(iters):
+            v += 1.0
+        x[i] = v
 
 
 # ---------------------------------------------------------------- the DOT print
@@ -182,10 +203,37 @@ def cuda_core_names() -> list[tuple[str, str]]:
         ("GraphDefinition(): d.launch(config, kernel, *args), d.memset(…), d.join(a, b)",
          "cudaGraphCreate, cudaGraphAddKernelNode / cudaGraphAddNode, edges"),
         ("d.instantiate() / builder.complete()", "cudaGraphInstantiate"),
-        ("graph[node].update(config=…, kernel=…, args=…)", "cudaGraphExecKernelNodeSetParams"),
+        ("graph[node].update(config=…, kernel=…, args=…)",
+         "cudaGraphExecKernelNodeSetParams"),
         ("graph[node].disable() / .enable()", "cudaGraphNodeSetEnabled"),
         ("graph.update(definition)", "cudaGraphExecUpdate"),
         ("d.debug_dot_print(path, GraphDebugPrintOptions(…))", "cudaGraphDebugDotPrint"),
         ("LaunchConfig(…, programmatic_stream_serialization=True)",
          "a launch with cudaLaunchAttributeProgrammaticStreamSerialization (PDL)"),
     ]
+
+
+def cuda_core_demo():
+    """On a GPU: a memset node made with cuda.core's ``GraphDefinition``, instantiated, then
+    switched off in the executable through ``graph[node]`` (cuda.core 1.2) and launched.
+    Returns ``(enabled before, enabled after)``; on the simulator None: cuda.core drives the
+    driver itself and needs a device."""
+    if _backend != "cuda":
+        return None
+    from cuda.core import Device
+    from cuda.core.graph import GraphDefinition
+    dev = Device()
+    dev.set_current()
+    stream = dev.create_stream()
+    buf = dev.allocate(4096, stream=stream)
+    definition = GraphDefinition()
+    node = definition.memset(buf, 0, 4096)
+    graph = definition.instantiate()
+    before = graph[node].is_enabled
+    graph[node].disable()
+    graph.launch(stream)
+    stream.sync()
+    after = graph[node].is_enabled
+    graph.close()
+    buf.close(stream)
+    return before, after
