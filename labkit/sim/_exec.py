@@ -34,7 +34,8 @@ def cudaGraphInstantiate(graph, flags=0):
     # a programmatic edge orders launches, not memory: a numba kernel cannot wait for its
     # predecessor's writes (cudaGridDependencySynchronize), so it does not count as ordering
     _races.graph_races([_work.static_access(t, p, [d for d in ds if d not in p.get("_ports", ())])
-                        for t, p, ds in x.nodes])
+                        for t, p, ds in x.nodes],
+                       {(d, j) for j, (_, p, _) in enumerate(x.nodes) for d in p.get("_ports", ())})
     if _graphmem.has_memory_nodes(g):
         g.mem_exec = x
     _cond.on_instantiate(x, g)

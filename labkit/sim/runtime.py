@@ -25,7 +25,15 @@ What it does not do, and says so loudly:
 * any function outside the subset raises ``NotImplementedError`` naming the call and the sim
   backend;
 * graph launches into a capturing stream;
-* SM contention: kernels on different streams overlap fully in the model.
+* SM contention, except within one graph launch: kernels on different streams overlap fully in
+  the model; in a launch, kernels whose grids each fill the device (a block per SM or more) run
+  one at a time, by node priority under ``cudaGraphInstantiateFlagUseNodePriority``
+  (`labkit.sim._exec._place`);
+* programmatic dependent launch on a stream launch (the launch attribute): a graph's
+  programmatic edges are simulated (the dependent starts ``pdl_overlap_us`` before its
+  predecessor's end, a labelled model parameter), a stream launch with the attribute is not;
+* launching a graph from the device (numba kernels cannot call ``cudaGraphLaunch``); the
+  ``cudaGraphInstantiateFlagDeviceLaunch`` rules are checked at instantiation.
 
 Host costs are charged per call, from the calibration: ``cudaGraphExecKernelNodeSetParams``
 costs ``raw_node_update_us`` (the driver's call with a prebuilt parameter block),
