@@ -299,8 +299,7 @@ def cudaMallocAsync(size, hStream):
 
 
 def cudaMallocFromPoolAsync(size, memPool, stream):
-    hStream = stream
-    s, pool = S.stream(hStream), _pools.pool(memPool)
+    s, pool = S.stream(stream), _pools.pool(memPool)
     if s is None:
         return (S.fail(E.cudaErrorInvalidResourceHandle), None)
     if pool is None:
