@@ -360,8 +360,9 @@ _TOGGLE = (NT.cudaGraphNodeTypeKernel, NT.cudaGraphNodeTypeMemcpy, NT.cudaGraphN
 
 
 def cudaGraphNodeSetEnabled(hGraphExec, hNode, isEnabled):
+    # CUDA: the node of the graph the executable was made from, not since removed from it
     x = S.exec_(hGraphExec)
-    i = None if x is None else x.by_source.get(S.h(hNode))
+    i = None if x is None or S.h(hNode) not in S.nodes else x.by_source.get(S.h(hNode))
     if i is None or x.nodes[i][0] not in _TOGGLE:
         return (S.fail(E.cudaErrorInvalidValue),)
     (x.disabled.discard if isEnabled else x.disabled.add)(i)

@@ -199,6 +199,19 @@ def test_only_kernel_memcpy_and_memset_nodes_can_be_disabled(res):
     rt.cudaGetLastError()
 
 
+@pytest.mark.skipif(labkit.backend != "sim", reason="on a GPU a destroyed node's handle "
+                    "dangles: passing it may crash the process, so the GPU is not asked")
+def test_a_node_removed_from_the_graph_cannot_be_disabled(res):
+    """cudaGraphNodeSetEnabled's documentation: hNode must not have been removed from the
+    original graph; the simulator answers cudaErrorInvalidValue, the one error it lists."""
+    x = dev()
+    g, (node,) = captured(res, lambda s: add_one[GRID, BLOCK, s](x))
+    ge = res.exec(ok(rt.cudaGraphInstantiate(g, 0)))
+    assert rt.cudaGraphDestroyNode(node) == OK
+    assert rt.cudaGraphNodeSetEnabled(ge, node, 0) == (E.cudaErrorInvalidValue,)
+    rt.cudaGetLastError()
+
+
 @sim_only
 def test_a_disabled_writer_is_no_race(res):
     x = dev()
