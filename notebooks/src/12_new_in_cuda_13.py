@@ -383,8 +383,8 @@ print("simulator: cuda.core needs a GPU; the table above is what it would call" 
 #
 # ## Exercise: switch the logging off, and on again
 #
-# Write `set_logging(ex, graph, on)`. `graph` is section 1's graph (a step, the logging kernel,
-# a step) and `ex` an executable made from it. After `set_logging(ex, graph, False)` the launches
+# Write `set_logging(ex, graph, on)`. `graph` is a graph made as section 1's was (a step, the
+# logging kernel, a step; the check makes its own) and `ex` an executable made from it. After `set_logging(ex, graph, False)` the launches
 # of `ex` must run the model's steps but not the logging kernel; after
 # `set_logging(ex, graph, True)`, the logging kernel again. Change `ex` itself: the check keeps
 # using the executable it gave you. Find the logging node by its kernel's name
