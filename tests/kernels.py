@@ -11,7 +11,8 @@ import labkit  # noqa: F401  (must precede numba.cuda)
 import numpy as np
 from numba import cuda
 
-__all__ = ["add_one", "scale", "add_one_reference", "scale_reference", "N", "GRID", "BLOCK"]
+__all__ = ["add_one", "scale", "copy_into", "add_one_reference", "scale_reference",
+           "copy_into_reference", "N", "GRID", "BLOCK"]
 
 N, GRID, BLOCK = 1024, 4, 256   # 1024 float32, grid 4 x 256: the course's standard size
 
@@ -50,3 +51,17 @@ def scale(x):
     if i < x.size:
         x[i] *= 2.0
 
+
+
+def copy_into_reference(grid, block, dst, src):
+    """numpy version of `copy_into`: the first grid*block elements of ``src`` into ``dst``."""
+    n = _covered(grid, block, dst)
+    dst.reshape(-1)[:n] = src.reshape(-1)[:n]
+
+
+@labkit.kernel(reference=copy_into_reference)
+@cuda.jit
+def copy_into(dst, src):
+    i = cuda.grid(1)
+    if i < dst.size:
+        dst[i] = src[i]

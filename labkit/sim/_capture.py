@@ -51,6 +51,31 @@ def cudaStreamBeginCaptureToGraph(stream, graph, dependencies, dependencyData, n
     return S.OK
 
 
+def cudaStreamBeginRecaptureToGraph(stream, mode, graph, callbackData):
+    """Capture again into ``graph`` (CUDA 13.3): the capture must make the graph's nodes again,
+    in the order they were made, each of the same kind after the same nodes; each takes the
+    new parameters and keeps its handle (so an executable's per-node calls still name it). A
+    mismatch invalidates the capture at the call that makes it (that call returns
+    ``cudaErrorStreamCaptureInvalidated``), and so does ending it before every node is made
+    again. Parameter-mismatch callbacks and re-capturing allocation nodes are not simulated."""
+    s = S.stream(stream)
+    err = _begin_error(s)
+    if err is not None:
+        return (err,)
+    g = S.graph(graph)
+    if g is None:
+        return (S.fail(E.cudaErrorInvalidValue),)
+    if callbackData is not None and S.h(getattr(callbackData, "callbackFunc", 0)):
+        raise NotImplementedError("cudaStreamBeginRecaptureToGraph with a mismatch callback is "
+                                  "not simulated (backend 'sim'): pass None")
+    _clock.api("cudaStreamBeginRecaptureToGraph", P("begin_capture_us"))
+    c = S.Capture(s, S.MODE(int(mode)))
+    c.graph, c.into_existing = g, True
+    c.recapture = list(g.nodes)
+    s.capture, s.deps = c, []
+    return S.OK
+
+
 def _ancestors(nodes):
     seen, todo = set(), list(nodes)
     while todo:
@@ -84,6 +109,8 @@ def cudaStreamEndCapture(stream):
     if c.status != _ACTIVE:
         _cond.end_capture_failed(c)      # a body captured into is lost with it
         return (S.fail(E.cudaErrorStreamCaptureInvalidated), None)
+    if c.recapture is not None and c.matched != len(c.recapture):
+        return (S.fail(E.cudaErrorStreamCaptureInvalidated), None)   # nodes left unmade
     joined = _ancestors(tails[s])
     for t in c.streams:
         if t is not s and any(d not in joined for d in tails[t]):

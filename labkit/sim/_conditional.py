@@ -78,6 +78,14 @@ handles: dict[int, Handle] = {}
 _running: list[dict] = []   # the handle values of the executables being launched, innermost last
 
 
+def cudaGraphConditionalHandleCreate_v2(graph, ctx, defaultLaunchValue, flags):
+    """CUDA 13.1's form: the handle's context named (None: the current one); the simulated
+    device has one context, so any other is cudaErrorInvalidValue."""
+    if not S.primary_ctx(ctx):
+        return (S.fail(E.cudaErrorInvalidValue), None)
+    return cudaGraphConditionalHandleCreate(graph, defaultLaunchValue, flags)
+
+
 def cudaGraphConditionalHandleCreate(graph, defaultLaunchValue, flags):
     g = S.any_graph(graph)
     if g is None or int(flags) not in (0, ASSIGN_DEFAULT):

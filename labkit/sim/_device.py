@@ -5,7 +5,7 @@ from cuda.bindings import runtime as _cr
 
 from .. import _calibration
 from . import _capture_rules as _rules
-from . import _races
+from . import _pools, _races
 from . import _state as S
 from . import clock as _clock
 
@@ -35,7 +35,9 @@ _ATTRS = {_A.cudaDevAttrMultiProcessorCount: "multiProcessorCount",
           _A.cudaDevAttrCanMapHostMemory: "canMapHostMemory",
           _A.cudaDevAttrConcurrentKernels: "concurrentKernels",
           _A.cudaDevAttrManagedMemory: "managedMemory",
-          _A.cudaDevAttrMemoryPoolsSupported: None}
+          _A.cudaDevAttrMemoryPoolsSupported: None,
+          # the simulator has no CUDA arrays (cudaMallocArray is not simulated), sparse or not
+          _A.cudaDevAttrSparseCudaArraySupported: 0}
 
 
 def _fields() -> dict:
@@ -66,7 +68,14 @@ def cudaDeviceGetAttribute(attr, device):
         raise NotImplementedError(f"cudaDeviceGetAttribute({attr.name}) is not simulated "
                                   "(backend 'sim'); run on a GPU with LABKIT_BACKEND=cuda")
     key = _ATTRS[attr]
+    if key == 0:
+        return E.cudaSuccess, 0
     return E.cudaSuccess, 1 if key is None else int(_fields()[key])
+
+
+def cudaDeviceGetStreamPriorityRange():
+    """(least, greatest) priority: 0 and -5, as on sm_90 GPUs (a lower number is sooner)."""
+    return E.cudaSuccess, 0, -5
 
 
 def cudaSetDevice(device):
@@ -79,12 +88,25 @@ def cudaGetDevice():
     return E.cudaSuccess, 0
 
 
+# The CUDA version the installed cuda-bindings was built for (13.5 for cuda-bindings 13.5): the
+# newest driver and runtime it knows, so every call it has is one the simulated driver has.
+VERSION = int(_cr.CUDART_VERSION)
+
+
 def cudaDriverGetVersion():
-    return E.cudaSuccess, 13000
+    return E.cudaSuccess, VERSION
 
 
 def cudaRuntimeGetVersion():
-    return E.cudaSuccess, 13000
+    return E.cudaSuccess, VERSION
+
+
+def cudaDeviceGetExecutionCtx(device):
+    """The device's primary context, as ``cudaExecutionContext_t`` (CUDA 13.1), which
+    ``cudaGraphConditionalHandleCreate_v2`` takes; nothing else about contexts is simulated."""
+    if int(device) != 0:
+        return (S.fail(E.cudaErrorInvalidDevice), None)
+    return E.cudaSuccess, _cr.cudaExecutionContext_t(S.PRIMARY_CTX)
 
 
 def cudaGetLastError():
@@ -104,6 +126,7 @@ def cudaDeviceSynchronize():
         _clock.api("cudaDeviceSynchronize", P("sync_us"), wait_until=t)
         for s in S.all_streams():
             _races.host_saw(s.vc)
+        _pools.on_sync()
         return S.OK
 
 

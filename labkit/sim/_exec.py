@@ -4,7 +4,7 @@ from __future__ import annotations
 from cuda.bindings import runtime as _cr
 
 from . import _conditional as _cond
-from . import _graphmem, _nodes
+from . import _graphmem, _heap, _nodes
 from . import _engine, _races
 from . import _state as S
 from . import _work
@@ -21,17 +21,21 @@ def cudaGraphInstantiate(graph, flags=0):
     if err is not None:
         return (err, None)
     err = _cond.instantiate_error(g, flags)   # CUDA's rules for bodies and handles
+    if err is None and int(flags) & _DEVICE_LAUNCH:
+        err = device_launch_error(g, flags)
     if err is None and _graphmem.has_memory_nodes(g):
         live = getattr(g, "mem_exec", None)     # at most one executable of such a graph
-        both = _graphmem.AUTO_FREE | int(_cr.cudaGraphInstantiateFlags
-                                          .cudaGraphInstantiateFlagDeviceLaunch)
-        if (live is not None and not live.destroyed) or int(flags) & both == both:
+        if live is not None and not live.destroyed:
             err = E.cudaErrorInvalidValue
     if err is not None:
         return (S.fail(err), None)
     _clock.api("cudaGraphInstantiate", _clock.C("instantiate", len(g.nodes)))
     x = S.Exec(g, flags)
-    _races.graph_races([_work.static_access(*n) for n in x.nodes])
+    # a programmatic edge orders launches, not memory: a numba kernel cannot wait for its
+    # predecessor's writes (cudaGridDependencySynchronize), so it does not count as ordering
+    _races.graph_races([_work.static_access(t, p, [d for d in ds if d not in p.get("_ports", ())])
+                        for t, p, ds in x.nodes],
+                       {(d, j) for j, (_, p, _) in enumerate(x.nodes) for d in p.get("_ports", ())})
     if _graphmem.has_memory_nodes(g):
         g.mem_exec = x
     _cond.on_instantiate(x, g)
@@ -40,6 +44,40 @@ def cudaGraphInstantiate(graph, flags=0):
 
 
 cudaGraphInstantiateWithFlags = cudaGraphInstantiate
+
+_FLAGS = _cr.cudaGraphInstantiateFlags
+_DEVICE_LAUNCH = int(_FLAGS.cudaGraphInstantiateFlagDeviceLaunch)
+_USE_PRIORITY = int(_FLAGS.cudaGraphInstantiateFlagUseNodePriority)
+_DEVICE_NODES = (NT.cudaGraphNodeTypeKernel, NT.cudaGraphNodeTypeMemcpy,
+                 NT.cudaGraphNodeTypeMemset, NT.cudaGraphNodeTypeGraph)
+
+
+def device_launch_error(g, flags):
+    """CUDA's rules for ``cudaGraphInstantiateFlagDeviceLaunch`` (the programming guide's
+    "Device Graph Requirements" and ``cudaGraphInstantiate``): not with
+    ``cudaGraphInstantiateFlagAutoFreeOnLaunch``; only kernel, memcpy, memset and child graph
+    nodes (child graphs by the same rule); copies only between device memory and page-locked,
+    mapped host memory. None where the graph may be launched from the device."""
+    if int(flags) & _graphmem.AUTO_FREE:
+        return E.cudaErrorInvalidValue
+    snap = [(n.type, n.payload) for n in g.nodes]
+    while snap:
+        ntype, payload = snap.pop()
+        if ntype not in _DEVICE_NODES:
+            return E.cudaErrorInvalidValue
+        if ntype == NT.cudaGraphNodeTypeGraph:
+            snap += [(t, p) for t, p, _ in payload["nodes"]]
+        if ntype == NT.cudaGraphNodeTypeMemcpy:
+            pairs = payload.get("rows", [(payload["dst"], payload["src"])])
+            if not all(_device_visible(a) for pair in pairs for a in pair):
+                return E.cudaErrorInvalidValue
+    return None
+
+
+def _device_visible(addr: int) -> bool:
+    """Device memory, or page-locked host memory (mapped: every 64-bit CUDA GPU has unified
+    addressing); pageable host memory is not."""
+    return _heap.in_sim_range(addr) or _heap.find(addr) is not None
 
 
 def cudaGraphInstantiateWithParams(graph, instantiateParams):
@@ -124,20 +162,91 @@ _WORK = (NT.cudaGraphNodeTypeKernel, NT.cudaGraphNodeTypeMemcpy, NT.cudaGraphNod
          NT.cudaGraphNodeTypeHost)     # nodes whose work is queued for their time
 
 
+def _fills_device(ntype, payload) -> bool:
+    """A kernel whose grid has at least one block per SM: it fills the device, so two such
+    kernels of one launch cannot run side by side (the model's only contention)."""
+    if ntype != NT.cudaGraphNodeTypeKernel:
+        return False
+    grid = payload["grid"]
+    blocks = 1
+    for d in (grid if isinstance(grid, (tuple, list)) else (grid,)):
+        blocks *= int(d)
+    return blocks >= _clock.sm_count()
+
+
+_PRIORITY_RANGE = (-5, 0)    # cudaDeviceGetStreamPriorityRange on sm_90: greatest, least
+
+
+def _priority(x, payload) -> int:
+    """The node's priority where the executable uses node priorities (lower is sooner, as
+    CUDA's stream priorities; clamped to the device's range), else the stream's (all equal)."""
+    if not x.flags & _USE_PRIORITY:
+        return 0
+    lo, hi = _PRIORITY_RANGE
+    return min(max(int(payload.get("priority", 0)), lo), hi)
+
+
+def _release(d, port, starts, ends, gap):
+    """When dependency ``d`` lets its dependent start: after its end and the node gap; over a
+    programmatic edge (PDL) before its end, overlapping its tail by ``pdl_overlap_us`` (the
+    dependent's launch is already done, so no gap); over a launch-completion edge, once it has
+    started."""
+    if port == int(_cr.cudaGraphKernelNodePortProgrammatic):
+        return max(starts[d], ends[d] - P("pdl_overlap_us"))
+    if port == int(_cr.cudaGraphKernelNodePortLaunchCompletion):
+        return starts[d]
+    return ends[d] + gap
+
+
+def _order(x, ready_at, device_free, placed):
+    """The next node to place: among those whose dependencies are placed, the ones ready by
+    the time the device is (its earliest ready time, or when the device-filling kernel placed
+    last ends), the highest priority first, then the earliest, then creation order."""
+    cands = [i for i in range(len(x.nodes)) if i not in placed
+             and all(d in placed for d in x.nodes[i][2])]
+    times = {i: ready_at(i) for i in cands}
+    horizon = max(min(times.values()), device_free)
+    eligible = [i for i in cands if times[i] <= horizon]
+    return min(eligible, key=lambda i: (_priority(x, x.nodes[i][1]), times[i], i))
+
+
 def _place(x, s, earliest):
     """Place a launch of ``x`` on ``s``'s GPU timeline, after the stream's work and after the
     executable's own previous launch (CUDA runs launches of one executable one at a time), and
     queue each node's work for its time. A conditional node is computed here (its duration
-    depends on data), once everything before it has taken effect (`labkit.sim._work.record`)."""
+    depends on data), once everything before it has taken effect (`labkit.sim._work.record`).
+
+    Disabled nodes do nothing and take no time. A programmatic edge lets its dependent start
+    over its predecessor's tail (`_release`). Where two or more kernels fill the device
+    (`_fills_device`), they run one at a time, in the order `_order` picks (node priorities
+    under ``cudaGraphInstantiateFlagUseNodePriority``); otherwise nodes go in creation order."""
     start = max(s.ready_us, x.ready_us, earliest)
-    ends = []
+    n = len(x.nodes)
+    ends, starts = [None] * n, [None] * n
     lanes = _clock.Lanes()    # independent branches run side by side, as on CUDA's inner streams
     values = getattr(x, "cond_values", None)
     launch = next(S.ids)
     order = _work.stamp(s, x)   # one piece of work on s, after x's last launch; nodes share it
     err = E.cudaSuccess
-    for i, (ntype, payload, deps) in enumerate(x.nodes):
-        t0 = max([start] + [ends[d] for d in deps]) + P("graph_node_gap_us")
+    gap = P("graph_node_gap_us")
+    fills = {i for i, (t, p, _) in enumerate(x.nodes)
+             if i not in x.disabled and _fills_device(t, p)}
+    contention = len(fills) >= 2
+    device_free = start
+
+    def ready_at(i):
+        _t, payload, deps = x.nodes[i]
+        ports = payload.get("_ports", {})
+        return max([start + gap] + [_release(d, ports.get(d), starts, ends, gap) for d in deps])
+
+    placed: set = set()
+    for step in range(n):
+        i = _order(x, ready_at, device_free, placed) if contention else step
+        placed.add(i)
+        ntype, payload, deps = x.nodes[i]
+        t0 = ready_at(i)
+        if i in fills and contention:
+            t0 = max(t0, device_free)
         e = S.events.get(payload.get("event", -1))
         if ntype == NT.cudaGraphNodeTypeWaitEvent and e is not None and e.time_us is not None:
             t0 = max(t0, e.time_us)
@@ -156,21 +265,25 @@ def _place(x, s, earliest):
             _work.place_recorded(out, row)
         elif ntype in _graphmem.MEMORY_NODES:
             err = _graphmem.run(ntype, payload, t0)
-        ends.append(t0 + (0.0 if off else _work.node_gpu_us(ntype, payload)))
+        starts[i] = t0
+        ends[i] = t0 + (0.0 if off else _work.node_gpu_us(ntype, payload))
+        if i in fills:
+            device_free = max(device_free, ends[i])
         if not off and err == E.cudaSuccess and ntype in _WORK:
-            _engine.schedule(_work.op(ntype, payload, row, t0, ends[-1], name, values))
+            _engine.schedule(_work.op(ntype, payload, row, t0, ends[i], name, values))
         if ntype == NT.cudaGraphNodeTypeEventRecord and e is not None and not off:
-            e.time_us, e.captured, e.vc = ends[-1], None, dict(order[2])
-        lane = lanes.place(len(ends) - 1, deps, t0, ends[-1])
+            e.time_us, e.captured, e.vc = ends[i], None, dict(order[2])
+        lane = lanes.place(i, deps, t0, ends[i])
         if ntype not in _work.NO_SPAN and not off:
             label = (_cond.span_name(payload) if ntype == NT.cudaGraphNodeTypeConditional
                      else name)
-            _clock.gpu_span(s.handle, label, t0, ends[-1], _work.kind(ntype), lane)
-    s.ready_us = x.ready_us = max(ends + [start])
+            _clock.gpu_span(s.handle, label, t0, ends[i], _work.kind(ntype), lane)
+    s.ready_us = x.ready_us = max([e for e in ends if e is not None] + [start])
     # against other streams, the launch is checked once, by what its nodes' code touches (its
-    # own branches were checked when it was instantiated)
+    # own branches were checked when it was instantiated); a disabled node touches nothing
     if not hasattr(x, "access"):
-        x.access = _races.launch_access(_work.static_accesses(x.nodes))
+        x.access = _races.launch_access(_work.static_accesses(
+            [nd for k, nd in enumerate(x.nodes) if k not in x.disabled]))
     _races.check_launch(x.access, (s.handle, launch), order, start)
     return err
 
@@ -183,8 +296,7 @@ def cudaGraphExecUpdate(hGraphExec, hGraph):
     err = _cond.update_error(x, g)          # the same shape, conditional bodies included
     if err is not None:
         return (S.fail(err), None)
-    index = {n: i for i, n in enumerate(g.nodes)}
-    x.nodes = [(n.type, dict(n.payload), [index[d] for d in n.deps]) for n in g.nodes]
+    x.nodes = S.frozen_nodes(g)
     x.__dict__.pop("access", None)
     _cond.on_update(x, g)
     info = _cr.cudaGraphExecUpdateResultInfo()
@@ -248,11 +360,13 @@ _TOGGLE = (NT.cudaGraphNodeTypeKernel, NT.cudaGraphNodeTypeMemcpy, NT.cudaGraphN
 
 
 def cudaGraphNodeSetEnabled(hGraphExec, hNode, isEnabled):
+    # CUDA: the node of the graph the executable was made from, not since removed from it
     x = S.exec_(hGraphExec)
-    i = None if x is None else x.by_source.get(S.h(hNode))
+    i = None if x is None or S.h(hNode) not in S.nodes else x.by_source.get(S.h(hNode))
     if i is None or x.nodes[i][0] not in _TOGGLE:
         return (S.fail(E.cudaErrorInvalidValue),)
     (x.disabled.discard if isEnabled else x.disabled.add)(i)
+    x.__dict__.pop("access", None)      # a disabled node touches nothing
     return S.OK
 
 

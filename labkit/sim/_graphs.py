@@ -62,8 +62,16 @@ def cudaGraphGetEdges(graph, numEdges=0):
     pad = numEdges - len(got)
     frm = [_node_t(a.handle) for a, _ in got] + [_node_t(0)] * pad
     to = [_node_t(b.handle) for _, b in got] + [_node_t(0)] * pad
-    data = [_cr.cudaGraphEdgeData() for _ in range(numEdges)]
+    data = [edge_data(b, a) for a, b in got] + [_cr.cudaGraphEdgeData() for _ in range(pad)]
     return E.cudaSuccess, frm, to, data, len(got)
+
+
+def edge_data(node, dep):
+    """cuda-bindings' ``cudaGraphEdgeData`` of the edge ``dep -> node``."""
+    d = _cr.cudaGraphEdgeData()
+    if dep in node.ports:
+        d.from_port, d.type = node.ports[dep]
+    return d
 
 
 def cudaGraphNodeGetType(node):
@@ -81,7 +89,7 @@ def cudaGraphNodeGetDependencies(node, pNumDependencies=0):
     if not pNumDependencies:
         return E.cudaSuccess, [], [], len(deps)
     return (E.cudaSuccess, [_node_t(d.handle) for d in deps],
-            [_cr.cudaGraphEdgeData() for _ in deps], len(deps))
+            [edge_data(hit[1], d) for d in deps], len(deps))
 
 
 # ---------------------------------------------------------------- editing
@@ -102,25 +110,61 @@ def _pairs(frm, to, count):
     return [(x[0], x[1], y[1]) for x, y in hits]
 
 
-def cudaGraphAddDependencies(graph, pFrom, pTo, numDependencies):
-    g, pairs = S.graph(graph), _pairs(pFrom, pTo, numDependencies)
+_KERNEL_PORTS = (_cr.cudaGraphKernelNodePortProgrammatic,
+                 _cr.cudaGraphKernelNodePortLaunchCompletion)
+_PROGRAMMATIC = _cr.cudaGraphDependencyType.cudaGraphDependencyTypeProgrammatic
+
+
+def edge_port(a, b, data):
+    """What edge ``data`` (a ``cudaGraphEdgeData`` or None) makes of ``a -> b``: None for a
+    default edge, ``(from_port, type)`` for a programmatic one, False where CUDA refuses it.
+
+    CUDA's rules (``cudaGraphEdgeData``): ``to_port`` must be 0; a non-zero ``from_port``
+    (``cudaGraphKernelNodePortProgrammatic`` or ``...LaunchCompletion``) and the type
+    ``cudaGraphDependencyTypeProgrammatic`` are only for an edge between two kernel nodes, and
+    the programmatic type needs a programmatic port (the default port and that type go
+    together only as ``cudaGraphKernelNodePortDefault``, which CUDA refuses for it)."""
+    if data is None:
+        return None
+    port, to_port, kind = int(data.from_port), int(data.to_port), int(data.type)
+    if to_port != 0:
+        return False
+    if port == 0 and kind == 0:
+        return None
+    kernels = (a.type == NT.cudaGraphNodeTypeKernel and b.type == NT.cudaGraphNodeTypeKernel)
+    if not kernels or port not in _KERNEL_PORTS or kind not in (0, int(_PROGRAMMATIC)):
+        return False
+    return port, kind
+
+
+def cudaGraphAddDependencies(graph, from_, to, edgeData, numDependencies):
+    g, pairs = S.graph(graph), _pairs(from_, to, numDependencies)
     if g is None or pairs is None or any(gr is not g for gr, _, _ in pairs):
         return (S.fail(E.cudaErrorInvalidValue),)
-    for _, a, b in pairs:
+    data = list(edgeData or [])
+    ports = []
+    for k, (_, a, b) in enumerate(pairs):
         if a in b.deps or a is b:
             return (S.fail(E.cudaErrorInvalidValue),)
-    for _, a, b in pairs:
+        port = edge_port(a, b, data[k] if k < len(data) else None)
+        if port is False:
+            return (S.fail(E.cudaErrorInvalidValue),)
+        ports.append(port)
+    for (_, a, b), port in zip(pairs, ports):
         b.deps.append(a)
+        if port is not None:
+            b.ports[a] = port
     return S.OK
 
 
-def cudaGraphRemoveDependencies(graph, pFrom, pTo, numDependencies):
-    g, pairs = S.graph(graph), _pairs(pFrom, pTo, numDependencies)
+def cudaGraphRemoveDependencies(graph, from_, to, edgeData, numDependencies):
+    g, pairs = S.graph(graph), _pairs(from_, to, numDependencies)
     if not _editable(g) or pairs is None or any(gr is not g or a not in b.deps
                                                 for gr, a, b in pairs):
         return (S.fail(E.cudaErrorInvalidValue),)
     for _, a, b in pairs:
         b.deps.remove(a)
+        b.ports.pop(a, None)
     return S.OK
 
 
@@ -133,6 +177,7 @@ def cudaGraphDestroyNode(node):
     for m in g.nodes:
         if n in m.deps:
             m.deps.remove(n)
+            m.ports.pop(n, None)
     del S.nodes[n.handle]
     return S.OK
 
@@ -146,7 +191,7 @@ def cudaGraphNodeGetDependentNodes(node, pNumDependentNodes=0):
         return E.cudaSuccess, [], [], len(out)
     got = out[:pNumDependentNodes]
     return (E.cudaSuccess, [_node_t(m.handle) for m in got],
-            [_cr.cudaGraphEdgeData() for _ in got], len(got))
+            [edge_data(m, hit[1]) for m in got], len(got))
 
 
 def cudaGraphClone(originalGraph):
@@ -158,6 +203,8 @@ def cudaGraphClone(originalGraph):
     for n in g.nodes:
         m = c.add(n.type, dict(n.payload), [copies[d] for d in n.deps])
         m.cloned_from = n.handle
+        m.attrs = dict(n.attrs)
+        m.ports = {copies[d]: port for d, port in n.ports.items()}
         copies[n] = m
     S.graphs[c.handle] = c
     return E.cudaSuccess, _cr.cudaGraph_t(c.handle)
@@ -173,17 +220,3 @@ def cudaGraphNodeFindInClone(clonedGraph, originalNode):
     return E.cudaSuccess, _node_t(hit.handle)
 
 
-def cudaGraphDebugDotPrint(graph, path, flags):
-    g = S.graph(graph)
-    if g is None:
-        return (S.fail(E.cudaErrorInvalidValue),)
-    lines = ["digraph dot {", '  label="simulated graph";']
-    for i, n in enumerate(g.nodes):
-        lines.append(f'  node{n.handle} [label="{i}: {n.type.name[len("cudaGraphNodeType"):]}'
-                     f'\\n{n.payload.get("name", "")}"];')
-    lines += [f"  node{a.handle} -> node{b.handle};" for a, b in edges(g)]
-    lines.append("}")
-    p = path.decode() if isinstance(path, bytes) else str(path)
-    with open(p, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    return S.OK

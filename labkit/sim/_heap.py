@@ -113,9 +113,14 @@ def overlaps_pinned(addr: int, nbytes: int) -> bool:
                for a in allocs.values())
 
 
+on_release: list = []     # called with each allocation freed (a memory pool's count)
+
+
 def release(a: Alloc) -> None:
     """Free ``a``: device memory's address is never handed out again; page-locked memory is
     kept aside, so that its address is not reused either; registered memory is the caller's."""
+    for hook in on_release:
+        hook(a)
     if allocs.get(a.addr) is a:      # a graph allocation's address may be backed anew by now
         allocs.pop(a.addr)
     a.freed = True

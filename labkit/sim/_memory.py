@@ -5,7 +5,7 @@ from __future__ import annotations
 from cuda.bindings import runtime as _cr
 
 from .. import _calibration
-from . import _engine, _graphmem, _heap, _races
+from . import _engine, _graphmem, _heap, _pools, _races
 from . import _state as S
 from . import _work
 from . import clock as _clock
@@ -107,9 +107,16 @@ def cudaHostUnregister(ptr):
     err = S.refuse_unsafe()
     if err is not None:
         return (err,)
-    a = _heap.allocs.get(_heap.ptr(ptr))
+    addr = _heap.ptr(ptr)
+    a = _heap.allocs.get(addr)
     if a is None or not a.registered:
-        return (S.fail(E.cudaErrorHostMemoryNotRegistered),)
+        # CUDA wants the base address given to cudaHostRegister: an address inside a
+        # registered range is an invalid value (cuda-bindings' own test_cudart_hostRegister
+        # shows it on a GPU); one in no registered range was never registered
+        inside = any(b.registered and b.addr < addr < b.addr + b.nbytes
+                     for b in _heap.allocs.values())
+        return (S.fail(E.cudaErrorInvalidValue if inside
+                       else E.cudaErrorHostMemoryNotRegistered),)
     _heap.release(a)
     _clock.api("cudaHostUnregister", P("api_us"))
     return S.OK
@@ -211,6 +218,60 @@ def cudaMemsetAsync(devPtr, value, count, stream):
                           "name": "memset"}, P("api_us"), "cudaMemsetAsync"),)
 
 
+# ---------------------------------------------------------------- pitched (2D and 3D) memory
+
+PITCH_ALIGN = 512     # bytes: the row pitch cudaMalloc3D / cudaMallocPitch give on sm_90
+
+
+def cudaMalloc3D(extent):
+    """``width`` bytes by ``height`` rows by ``depth`` slices, each row padded to a pitch that
+    is a multiple of `PITCH_ALIGN` bytes (as cudaMallocPitch gives on the GPUs the course
+    calibrates; the GPU's own figure is in the conformance suite's GPU check)."""
+    w, hgt, dep = int(extent.width), int(extent.height), int(extent.depth)
+    if min(w, hgt, dep) < 0:
+        return (S.fail(E.cudaErrorInvalidValue), None)
+    err = S.refuse_unsafe()
+    if err is not None:
+        return (err, None)
+    pitch = -(-max(w, 1) // PITCH_ALIGN) * PITCH_ALIGN
+    _clock.api("cudaMalloc3D", P("malloc_us"))
+    addr = _heap.new_alloc(pitch * max(hgt, 1) * max(dep, 1)).addr
+    return E.cudaSuccess, _cr.make_cudaPitchedPtr(addr, pitch, w, hgt)
+
+
+def _memset3d_payload(pitched, value, extent):
+    w, hgt, dep = int(extent.width), int(extent.height), int(extent.depth)
+    base, pitch, ysize = _heap.ptr(pitched.ptr), int(pitched.pitch), int(pitched.ysize)
+    if hgt == 1 and dep == 1:
+        pitch = max(pitch, w)            # CUDA ignores the pitch of a single row
+    if w > pitch or (dep > 1 and hgt > ysize):
+        return None
+    rows = [base + (z * ysize + y) * pitch for z in range(dep) for y in range(hgt)]
+    if any(_heap.find(a, w) is None for a in rows):
+        return None
+    return {"dst": base, "value": int(value) & 0xFF, "elementSize": 1, "width": w,
+            "height": len(rows), "pitch": pitch, "count": w * len(rows),
+            "row_addrs": rows, "name": "memset 3D"}
+
+
+def cudaMemset3DAsync(pitchedDevPtr, value, extent, stream):
+    s = S.stream(stream)
+    if s is None:
+        return (S.fail(E.cudaErrorInvalidResourceHandle),)
+    payload = _memset3d_payload(pitchedDevPtr, value, extent)
+    if payload is None:
+        return (S.fail(E.cudaErrorInvalidValue),)
+    if not payload["row_addrs"]:
+        return S.OK                      # an empty extent sets nothing
+    return (_work.submit(s, NT.cudaGraphNodeTypeMemset, payload, P("api_us"),
+                         "cudaMemset3DAsync"),)
+
+
+def cudaMemset3D(pitchedDevPtr, value, extent):
+    # on the legacy stream, asynchronous to the host for device memory (as cudaMemset)
+    return cudaMemset3DAsync(pitchedDevPtr, value, extent, 0)
+
+
 def cudaMemcpy(dst, src, count, kind):
     # A synchronous copy on the legacy stream; allowed while a non-blocking stream captures.
     err = cudaMemcpyAsync(dst, src, count, kind, 0)[0]
@@ -230,14 +291,29 @@ def cudaMemset(devPtr, value, count):
 # ---------------------------------------------------------------- stream-ordered allocation
 
 def cudaMallocAsync(size, hStream):
-    # Outside a capture, an allocation now (memory there now is there when the stream reaches
-    # it), and as potentially unsafe as cudaMalloc. In a capture, an allocation
-    # node (`labkit.sim._graphmem`): its address is fixed now, its memory made at each launch.
-    s = S.stream(hStream)
+    # Outside a capture, an allocation now from the device's default pool (memory there now is
+    # there when the stream reaches it), and as potentially unsafe as cudaMalloc. In a capture,
+    # an allocation node (`labkit.sim._graphmem`): its address is fixed now, its memory made at
+    # each launch.
+    return cudaMallocFromPoolAsync(size, _pools.cudaDeviceGetDefaultMemPool(0)[1], hStream)
+
+
+def cudaMallocFromPoolAsync(size, memPool, stream):
+    s, pool = S.stream(stream), _pools.pool(memPool)
     if s is None:
         return (S.fail(E.cudaErrorInvalidResourceHandle), None)
+    if pool is None:
+        return (S.fail(E.cudaErrorInvalidValue), None)
     if s.capture is None:
-        return cudaMalloc(size)
+        err = S.refuse_unsafe()
+        if err is not None:
+            return (err, None)
+        api = "cudaMallocAsync" if pool.default else "cudaMallocFromPoolAsync"
+        got = _pools.allocate(pool, size)
+        if not isinstance(got, int) or isinstance(got, E):
+            return (S.fail(got), None)
+        _clock.api(api, P("malloc_us"))
+        return E.cudaSuccess, got
     if s.capture.status != _ACTIVE:
         return (S.fail(E.cudaErrorStreamCaptureInvalidated), None)
     payload = _graphmem.alloc_payload(size)

@@ -251,3 +251,38 @@ def cudaGraphMemFreeNodeGetParams(node):
     if hit is None:
         return (S.fail(E.cudaErrorInvalidValue), None)
     return E.cudaSuccess, hit[1].payload["dst"]
+
+
+# ---------------------------------------------------------------- kernel node attributes
+
+_LA = _cr.cudaLaunchAttributeID
+
+
+def cudaGraphKernelNodeSetAttribute(hNode, attr, value):
+    """A kernel node's attributes: its priority (``cudaLaunchAttributePriority``), which an
+    executable instantiated with ``cudaGraphInstantiateFlagUseNodePriority`` uses where nodes
+    compete for the device (`labkit.sim._exec._place`). Others are not simulated."""
+    hit = S.node(hNode, NT.cudaGraphNodeTypeKernel)
+    if hit is None or value is None:
+        return (S.fail(E.cudaErrorInvalidValue),)
+    a = _LA(int(attr))
+    if a != _LA.cudaLaunchAttributePriority:
+        raise NotImplementedError(f"cudaGraphKernelNodeSetAttribute({a.name}) is not simulated "
+                                  "(backend 'sim'): priorities only; programmatic dependent "
+                                  "launch is an edge (cudaGraphAddDependencies with edge data)")
+    _clock.api("cudaGraphKernelNodeSetAttribute", P("api_us"))
+    hit[1].attrs["priority"] = int(value.priority)
+    return S.OK
+
+
+def cudaGraphKernelNodeGetAttribute(hNode, attr):
+    hit = S.node(hNode, NT.cudaGraphNodeTypeKernel)
+    if hit is None:
+        return (S.fail(E.cudaErrorInvalidValue), None)
+    a = _LA(int(attr))
+    if a != _LA.cudaLaunchAttributePriority:
+        raise NotImplementedError(f"cudaGraphKernelNodeGetAttribute({a.name}) is not simulated "
+                                  "(backend 'sim'): priorities only")
+    v = _cr.cudaKernelNodeAttrValue()
+    v.priority = hit[1].attrs.get("priority", 0)
+    return E.cudaSuccess, v

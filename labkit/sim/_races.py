@@ -45,7 +45,8 @@ class Race(NamedTuple):
     """A data race: ``first`` and ``second`` (op names) on ``first_row`` and ``second_row``
     (e.g. ``stream 0x1003``, ``graph node 2``), on ``buffer`` (an argument's name and address);
     ``kind``: 'write/read', 'read/write' or 'write/write' (first's access / second's);
-    ``where``: 'streams' (unordered ops at run time) or 'graph' (unordered nodes)."""
+    ``where``: 'streams' (unordered ops at run time), 'graph' (unordered nodes) or
+    'programmatic' (nodes joined by a programmatic edge only, which orders no memory)."""
     first: str
     second: str
     first_row: str
@@ -58,11 +59,13 @@ class Race(NamedTuple):
 
     def __str__(self):
         when = (f" at {self.time_us:.1f} µs (simulated)" if self.time_us is not None else "")
-        fix = ("record an event after one and make the other's stream wait for it "
-               "(cudaEventRecord + cudaStreamWaitEvent), or put both on one stream"
-               if self.where == "streams" else
-               "add an edge between them (join one branch into the other before it), or give "
-               "each branch its own buffer")
+        fix = {"streams": "record an event after one and make the other's stream wait for it "
+                          "(cudaEventRecord + cudaStreamWaitEvent), or put both on one stream",
+               "programmatic": "their programmatic edge lets the second start before the "
+                               "first's writes land (a numba kernel cannot wait for them with "
+                               "cudaGridDependencySynchronize): make it a plain edge"}.get(
+            self.where, "add an edge between them (join one branch into the other before it), "
+                        "or give each branch its own buffer")
         a, b = self.kind.split("/")
         return (f"data race on {self.buffer}: {self.first} ({self.first_row}) {a}s it and "
                 f"{self.second} ({self.second_row}) {b}s it{when}, with nothing ordering them; "
@@ -268,9 +271,11 @@ def _buffer(name, *ops) -> str:
 
 # ---------------------------------------------------------------- inside a graph
 
-def graph_races(nodes) -> list[Race]:
+def graph_races(nodes, programmatic=()) -> list[Race]:
     """Races between a graph's unordered nodes. ``nodes``: ``(name, deps, reads, writes)`` in
-    topological order (deps: indices; reads, writes: lists of (lo, hi, buffer name))."""
+    topological order (deps: indices; reads, writes: lists of (lo, hi, buffer name)), the
+    dependencies that order memory only; ``programmatic``: (from, to) pairs joined by a
+    programmatic edge, which a race between them is said to come from."""
     ancestors: list[set] = []
     for _, deps, _, _ in nodes:
         anc = set(deps)
@@ -288,7 +293,7 @@ def graph_races(nodes) -> list[Race]:
                 where = next((lo for lo, _, n in writes_i + reads_i
                               if n == hit[0].split(" / ")[0]), None)
                 r = Race(name_i, name_j, f"graph node {i}", f"graph node {j}", hit[0], hit[1],
-                         "graph", None, where)
+                         "programmatic" if (i, j) in programmatic else "graph", None, where)
                 _report(r)
                 out.append(r)
     return out

@@ -22,8 +22,18 @@ NT = _cr.cudaGraphNodeType
 OK = (E.cudaSuccess,)
 P = _clock.P
 ids = itertools.count(0x1000)
+graph_ids = itertools.count(1)     # cudaGraphGetId: from 1 up, one counter for every graph
+exec_ids = itertools.count(1)      # cudaGraphExecGetId: its own counter
 lock = threading.RLock()
 LEGACY, PER_THREAD = 1, 2          # cudaStreamLegacy, cudaStreamPerThread (0 is the legacy too)
+
+
+PRIMARY_CTX = 0x5C7   # the one device's primary context (cudaDeviceGetExecutionCtx), opaque
+
+
+def primary_ctx(ctx) -> bool:
+    """Whether ``ctx`` names the device's context: its primary one, or None (the current)."""
+    return h(ctx) in (0, PRIMARY_CTX)
 
 
 def fail(code):
@@ -65,6 +75,23 @@ class Capture:
         self.status = STATUS.cudaStreamCaptureStatusActive
         self.streams = {origin}
         self.thread = threading.get_ident()
+        self.recapture: list | None = None   # the graph's nodes, when re-capturing into it
+        self.matched = 0                       # how many of them the recapture has made
+
+    def add(self, ntype, payload, deps):
+        """A captured node: a new one, or (re-capturing) the graph's next node with the new
+        parameters, when it is of the same kind after the same nodes; None where the recapture
+        does not match (CUDA: it fails at once)."""
+        if self.recapture is None:
+            return self.graph.add(ntype, payload, deps)
+        if self.matched >= len(self.recapture):
+            return None
+        n = self.recapture[self.matched]
+        if n.type != ntype or set(n.deps) != set(deps):
+            return None
+        self.matched += 1
+        n.payload = payload
+        return n
 
 
 class Stream:
@@ -92,33 +119,56 @@ class Event:
 
 
 class Node:
-    def __init__(self, ntype, payload):
+    def __init__(self, ntype, payload, local_id=0, graph_id=0):
         self.handle = next(ids)
         self.type, self.payload = ntype, payload   # payload: dict of the node's parameters
         self.deps: list[Node] = []
         self.enabled = True
+        self.local_id = local_id  # cudaGraphNodeGetLocalId: its place in its graph, from 0
+        self.tools_id = (graph_id << 32) | local_id   # unique in the process (graph, node)
+        self.attrs: dict = {}     # kernel node attributes set (cudaGraphKernelNodeSetAttribute)
+        self.ports: dict = {}     # dependency -> (from_port, type) of a non-default edge
 
 
 class Graph:
     def __init__(self):
         self.handle = next(ids)
+        self.id = next(graph_ids)
         self.nodes: list[Node] = []
         self.destroyed = False
+        self._next_local = 0
 
     def add(self, ntype, payload, deps):
-        n = Node(ntype, payload)
+        n = Node(ntype, payload, self._next_local, self.id)
+        self._next_local += 1
         n.deps = list(dict.fromkeys(deps))
         self.nodes.append(n)
         nodes[n.handle] = (self, n)
         return n
 
 
+def frozen_nodes(graph: Graph) -> list:
+    """An executable's copy of ``graph``'s nodes: ``(type, payload, dependency indices)``, with
+    each kernel node's priority attribute and its programmatic edges (``_ports``: dependency
+    index -> port) in the payload, where placement reads them."""
+    index = {n: i for i, n in enumerate(graph.nodes)}
+    out = []
+    for n in graph.nodes:
+        p = dict(n.payload)
+        if "priority" in n.attrs:
+            p["priority"] = n.attrs["priority"]
+        if n.ports:
+            p["_ports"] = {index[d]: port for d, (port, _t) in n.ports.items() if d in index}
+        out.append((n.type, p, [index[d] for d in n.deps]))
+    return out
+
+
 class Exec:
     def __init__(self, graph: Graph, flags=0):
         self.handle = next(ids)
+        self.id = next(exec_ids)
         self.source, self.flags = graph, int(flags)
-        index = {n: i for i, n in enumerate(graph.nodes)}
-        self.nodes = [(n.type, dict(n.payload), [index[d] for d in n.deps]) for n in graph.nodes]
+        self.nodes = frozen_nodes(graph)
         self.by_source = {n.handle: i for i, n in enumerate(graph.nodes)}
         self.disabled: set[int] = set()
         self.uploaded = False

@@ -5,7 +5,7 @@ import ctypes
 
 from cuda.bindings import runtime as _cr
 
-from . import _heap
+from . import _heap, _pools
 from . import _state as S
 from . import _races, _work
 from . import clock as _clock
@@ -64,6 +64,7 @@ def cudaStreamSynchronize(stream):
         return (err,)
     _clock.api("cudaStreamSynchronize", P("sync_us"), wait_until=s.ready_us)
     _races.host_saw(s.vc)
+    _pools.on_sync()
     return S.OK
 
 
@@ -193,6 +194,7 @@ def cudaEventSynchronize(event):
     else:
         _clock.api("cudaEventSynchronize", P("sync_us"), wait_until=done_at, spin=not blocking)
     _races.host_saw(e.vc)
+    _pools.on_sync()
     return S.OK
 
 

@@ -72,7 +72,13 @@ def submit(s, ntype, payload, host_cost_us, api_name):
         if s.capture.status != S.STATUS.cudaStreamCaptureStatusActive:
             return S.fail(E.cudaErrorStreamCaptureInvalidated)
         _clock.api(api_name, host_cost_us)
-        n = s.capture.graph.add(ntype, payload, s.deps)
+        if s.capture.recapture is not None and ntype in _graphmem.MEMORY_NODES:
+            raise NotImplementedError("re-capturing allocation or free nodes into a graph is "
+                                      "not simulated (backend 'sim'): capture a new graph")
+        n = s.capture.add(ntype, payload, s.deps)
+        if n is None:                 # a recapture that does not match the graph
+            S.invalidate(s.capture)
+            return S.fail(E.cudaErrorStreamCaptureInvalidated)
         s.deps = [n]
         return E.cudaSuccess
     if s.handle in (0, S.LEGACY):
@@ -199,14 +205,24 @@ def _begin_memset(payload):
     size = payload.get("elementSize", 1)
     width = payload.get("width", payload["count"])
     pitch = payload.get("pitch", width * size)
-    rows = [_heap.view(payload["dst"] + r * pitch, width * size)
-            for r in range(payload.get("height", 1))]
+    starts = memset_rows(payload)
+    rows = [_heap.view(a, width * size) for a in starts]
     if any(r is None for r in rows):
         return _ILLEGAL
     value = payload["value"] & (0xFF if size == 1 else (1 << 8 * size) - 1)
     new = np.full(width, value, _ELEMENT[size]).view(np.uint8)
-    return [(r, slice(0, width * size), new, "memset destination", payload["dst"] + i * pitch)
-            for i, r in enumerate(rows)], []
+    return [(r, slice(0, width * size), new, "memset destination", a)
+            for a, r in zip(starts, rows)], []
+
+
+def memset_rows(payload) -> list:
+    """The first byte of each row a memset sets (``row_addrs``: a 3D memset's rows, whose
+    slices need not follow one another)."""
+    if "row_addrs" in payload:
+        return list(payload["row_addrs"])
+    size = payload.get("elementSize", 1)
+    pitch = payload.get("pitch", payload.get("width", payload["count"]) * size)
+    return [payload["dst"] + r * pitch for r in range(payload.get("height", 1))]
 
 
 def _begin_kernel(payload, cond_values=None):
@@ -276,7 +292,8 @@ def static_access(ntype, payload, deps):
             reads.append((x, x + n, "copy source"))
             writes.append((d, d + n, "copy destination"))
     elif ntype == NT.cudaGraphNodeTypeMemset:
-        writes.append((payload["dst"], payload["dst"] + payload["count"], "memset destination"))
+        n = payload.get("width", payload["count"]) * payload.get("elementSize", 1)
+        writes += [(a, a + n, "memset destination") for a in memset_rows(payload)]
     return name, list(deps), reads, writes
 
 

@@ -207,6 +207,11 @@ def C(name: str, nodes: int) -> float:
     return P(f"{name}_base_us") + P(f"{name}_per_node_us") * nodes
 
 
+def sm_count() -> int:
+    """The calibrated GPU's SM count (what a device-filling grid is measured against)."""
+    return int(load().get("sm_count", 132))
+
+
 def host_us() -> float:
     return _state["host"]
 

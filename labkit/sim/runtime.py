@@ -12,6 +12,8 @@ module:
 * `labkit.sim._graphs`, `labkit.sim._nodes`, `labkit.sim._exec`: graphs, their nodes (through
   cuda-bindings' own structs, `labkit.sim._params`), and executable graphs;
 * `labkit.sim._graphmem`: graph memory (allocation and free nodes);
+* `labkit.sim._pools`: memory pools (stream-ordered allocation's accounting);
+* `labkit.sim._describe`: graph, executable and node IDs, and the DOT print;
 * `labkit.sim._conditional`: conditional nodes' handles and rules;
 * `labkit.sim._work`: what work does to memory, and what it costs on the GPU clock;
 * `labkit.sim._engine`: work taking effect when the clock reaches it (asynchrony, faults);
@@ -23,7 +25,15 @@ What it does not do, and says so loudly:
 * any function outside the subset raises ``NotImplementedError`` naming the call and the sim
   backend;
 * graph launches into a capturing stream;
-* SM contention: kernels on different streams overlap fully in the model.
+* SM contention, except within one graph launch: kernels on different streams overlap fully in
+  the model; in a launch, kernels whose grids each fill the device (a block per SM or more) run
+  one at a time, by node priority under ``cudaGraphInstantiateFlagUseNodePriority``
+  (`labkit.sim._exec._place`);
+* programmatic dependent launch on a stream launch (the launch attribute): a graph's
+  programmatic edges are simulated (the dependent starts ``pdl_overlap_us`` before its
+  predecessor's end, a labelled model parameter), a stream launch with the attribute is not;
+* launching a graph from the device (numba kernels cannot call ``cudaGraphLaunch``); the
+  ``cudaGraphInstantiateFlagDeviceLaunch`` rules are checked at instantiation.
 
 Host costs are charged per call, from the calibration: ``cudaGraphExecKernelNodeSetParams``
 costs ``raw_node_update_us`` (the driver's call with a prebuilt parameter block),
@@ -45,10 +55,11 @@ from __future__ import annotations
 
 from cuda.bindings import runtime as _cr
 
-from . import (_capture, _conditional, _device, _exec, _graphmem, _graphs, _memory, _nodes,
-               _streams)
+from . import (_capture, _conditional, _describe, _device, _exec, _graphmem, _graphs, _memory,
+               _nodes, _pools, _streams)
 
-_MODULES = (_capture, _conditional, _device, _exec, _graphmem, _graphs, _memory, _nodes, _streams)
+_MODULES = (_capture, _conditional, _describe, _device, _exec, _graphmem, _graphs, _memory,
+            _nodes, _pools, _streams)
 for _m in _MODULES:          # each module's CUDA calls and structs: the names that start "cuda"
     globals().update({n: v for n, v in vars(_m).items() if n.startswith("cuda")})
 
@@ -62,6 +73,8 @@ for _name in ("cudaError_t", "cudaStreamCaptureMode", "cudaStreamCaptureStatus",
               "cudaGraphConditionalHandleFlags", "cudaStreamUpdateCaptureDependenciesFlags",
               "cudaGraphInstantiateFlags", "cudaHostFn_t", "cudaKernelNodeParams",
               "cudaGraphNodeParams", "cudaConditionalNodeParams",
+              "cudaGraphEdgeData", "cudaMemPool_t", "cudaMemPoolProps", "cudaMemPoolAttr",
+              "cudaExecutionContext_t", "cudaKernelNodeAttrValue", "cudaLaunchAttributeID",
               # helpers that build structs, no GPU needed
               "make_cudaExtent", "make_cudaPitchedPtr", "make_cudaPos"):
     globals()[_name] = getattr(_cr, _name)

@@ -91,14 +91,14 @@ def test_event_record_and_wait_nodes_time_and_order_work_across_graphs(res):
 def test_edges_are_added_and_removed_and_a_node_knows_its_dependents(res):
     g = new_graph(res)
     a, b, c = (ok(rt.cudaGraphAddEmptyNode(g, None, 0)) for _ in range(3))
-    assert rt.cudaGraphAddDependencies(g, [a, a], [b, c], 2) == OK
+    assert rt.cudaGraphAddDependencies(g, [a, a], [b, c], None, 2) == OK
     assert rt.cudaGraphGetEdges(g)[-1] == 2
     err, dependents, _data, n = rt.cudaGraphNodeGetDependentNodes(a, 2)
     assert err == E.cudaSuccess and n == 2
     assert {int(d) for d in dependents} == {int(b), int(c)}
-    assert rt.cudaGraphRemoveDependencies(g, [a], [c], 1) == OK
+    assert rt.cudaGraphRemoveDependencies(g, [a], [c], None, 1) == OK
     assert rt.cudaGraphGetEdges(g)[-1] == 1
-    assert rt.cudaGraphRemoveDependencies(g, [a], [c], 1)[0] == E.cudaErrorInvalidValue
+    assert rt.cudaGraphRemoveDependencies(g, [a], [c], None, 1)[0] == E.cudaErrorInvalidValue
     rt.cudaGetLastError()
 
 
