@@ -25,6 +25,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import os
+import random
 
 import numpy as np
 
@@ -42,8 +43,8 @@ def _tie() -> float:
     if not _rng:
         raw = os.environ.get("LABKIT_SIM_SEED", "").strip().lower()
         seed = None if raw == "random" else (int(raw) if raw.lstrip("-").isdigit() else 2024)
-        _rng.append(np.random.default_rng(seed))
-    return float(_rng[0].random())
+        _rng.append(random.Random(seed).random)
+    return _rng[0]()
 
 
 class Op:

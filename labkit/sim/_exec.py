@@ -198,12 +198,10 @@ def _release(d, port, starts, ends, gap):
     return ends[d] + gap
 
 
-def _order(x, ready_at, device_free, placed):
-    """The next node to place: among those whose dependencies are placed, the ones ready by
-    the time the device is (its earliest ready time, or when the device-filling kernel placed
-    last ends), the highest priority first, then the earliest, then creation order."""
-    cands = [i for i in range(len(x.nodes)) if i not in placed
-             and all(d in placed for d in x.nodes[i][2])]
+def _order(x, ready_at, device_free, cands):
+    """The next node to place: among ``cands`` (those whose dependencies are placed), the ones
+    ready by the time the device is (its earliest ready time, or when the device-filling kernel
+    placed last ends), the highest priority first, then the earliest, then creation order."""
     times = {i: ready_at(i) for i in cands}
     horizon = max(min(times.values()), device_free)
     eligible = [i for i in cands if times[i] <= horizon]
@@ -239,10 +237,23 @@ def _place(x, s, earliest):
         ports = payload.get("_ports", {})
         return max([start + gap] + [_release(d, ports.get(d), starts, ends, gap) for d in deps])
 
-    placed: set = set()
+    if contention:        # which nodes wait for which, to keep the candidates as nodes are placed
+        waiting = [len(set(d)) for _, _, d in x.nodes]
+        children: list = [[] for _ in range(n)]
+        for j, (_, _, d) in enumerate(x.nodes):
+            for p in set(d):
+                children[p].append(j)
+        cands = {j for j in range(n) if waiting[j] == 0}
     for step in range(n):
-        i = _order(x, ready_at, device_free, placed) if contention else step
-        placed.add(i)
+        if contention:
+            i = _order(x, ready_at, device_free, cands)
+            cands.discard(i)
+            for j in children[i]:
+                waiting[j] -= 1
+                if waiting[j] == 0:
+                    cands.add(j)
+        else:
+            i = step
         ntype, payload, deps = x.nodes[i]
         t0 = ready_at(i)
         if i in fills and contention:
@@ -257,12 +268,7 @@ def _place(x, s, earliest):
             pass
         elif ntype in (NT.cudaGraphNodeTypeConditional, NT.cudaGraphNodeTypeGraph):
             _engine.advance(t0)           # its inputs: everything that starts before it
-            out = []
-            if ntype == NT.cudaGraphNodeTypeConditional:
-                err = _work._record_conditional(payload, t0, out, values)
-            else:
-                err, payload["_gpu_us"] = _work.record(payload["nodes"], t0, out, values)
-            _work.place_recorded(out, row)
+            err = _work.run_bodies(ntype, payload, t0, values, row)
         elif ntype in _graphmem.MEMORY_NODES:
             err = _graphmem.run(ntype, payload, t0)
         starts[i] = t0

@@ -316,10 +316,96 @@ def static_accesses(snap) -> list:
 
 # ---------------------------------------------------------------- bodies, computed at placement
 
+def run_bodies(ntype, payload, t0, cond_values, row):
+    """A conditional (or child graph) node of a launch, computed now, at its placement.
+
+    Its bodies run in place, node after node. What lands in device memory is stored when the
+    node ends (one write per buffer, against a snapshot taken first); what lands in host-visible
+    memory (page-locked, mapped) is stored at each body node's own end, so a host polling it
+    sees each step arrive (`record`). Returns the error code."""
+    snaps = []
+    for lo, hi, label in _device_writes(payload):
+        v = _heap.view(lo, hi - lo)
+        if v is not None:
+            snaps.append((v, v.copy(), label, lo))
+    out = []
+    if ntype == NT.cudaGraphNodeTypeConditional:
+        err = _record_conditional(payload, t0, out, cond_values)
+    else:
+        err, payload["_gpu_us"] = record(payload["nodes"], t0, out, cond_values)
+    place_recorded(out, row)
+    writes = []
+    for v, before, label, addr in snaps:
+        idx = _engine._changed(v, before)
+        if idx is not None:
+            writes.append((v, idx, v[idx].copy(), label, addr))
+            v[idx] = before[idx]
+    if writes:
+        end = t0 + node_gpu_us(ntype, payload)
+        o = _engine.Op(payload.get("name", "conditional"), row, end, end, None)
+        o.begin = (lambda w=writes: w)
+        _engine.schedule(o)
+    return err
+
+
+def _host_visible(addr: int) -> bool:
+    """Whether memory at ``addr`` is the host's to read between calls (page-locked, mapped, or
+    plain host memory), not the device's own."""
+    hit = _heap.find(addr)
+    return hit[0].pinned if hit is not None else not _heap.in_sim_range(addr)
+
+
+def _device_writes(payload):
+    """The device-memory ranges a conditional or child graph node's bodies may write: their
+    nodes' writes as their code has them (every array of a kernel whose code is not known)."""
+    nodes = []
+    for body in payload.get("bodies", [payload.get("nodes", [])]):
+        for t, p, _ in body:
+            if t in (NT.cudaGraphNodeTypeConditional, NT.cudaGraphNodeTypeGraph):
+                nodes += _device_writes(p)
+                continue
+            _, _, _, writes = static_access(t, p, ())
+            if t == NT.cudaGraphNodeTypeKernel and S.functions[p["func"]].access is None:
+                writes = [(v.addr, v.addr + v.nbytes, "argument") for v in p["params"]
+                          if hasattr(v, "view") and hasattr(v, "addr")]
+            nodes += writes
+    return list({(lo, hi): (lo, hi, n) for lo, hi, n in nodes
+                 if not _host_visible(lo)}.values())
+
+
+def _kernel_recorded(payload, cond_values):
+    """A body's kernel, run in place: ``(writes, undo)`` of its host-visible arrays only (device
+    memory is `run_bodies`' snapshot's), or a fault's error code."""
+    fn = S.functions[payload["func"]]
+    values, seen = [], []
+    for i, v in enumerate(payload["params"]):
+        if hasattr(v, "view") and hasattr(v, "addr"):
+            arg, v = v, v.view()
+            if v is None:
+                return _ILLEGAL
+            if _host_visible(arg.addr):
+                seen.append((v, v.copy(), fn.param_name(i), arg.addr))
+        values.append(v)
+    _cond.push(cond_values)
+    try:
+        fn.run(payload["grid"], payload["block"], *values)
+    finally:
+        _cond.pop()
+    writes, undo = [], []
+    for v, before, label, addr in seen:
+        word = _engine._WORDS.get(v.dtype.itemsize, np.uint8)
+        raw, old = v.reshape(-1).view(word), before.reshape(-1).view(word)
+        idx = _engine._changed(raw, old)
+        if idx is not None:
+            writes.append((raw, idx, raw[idx].copy(), label, addr))
+            undo.append((raw, idx, old[idx].copy()))
+    return writes, undo
+
+
 def record(snap, t_base, out, cond_values):
     """Run a body's nodes in order, in place, from GPU time ``t_base``: each node's writes are
-    applied now (so the next node sees them) and listed in ``out`` with its interval. Returns
-    (err, GPU µs along the body's critical path)."""
+    applied now (so the next node sees them); those to host-visible memory are listed in
+    ``out`` with the node's interval. Returns (err, GPU µs along the body's critical path)."""
     ends = []
     for ntype, payload, deps in snap:
         t0 = max([t_base] + [ends[d] for d in deps]) + P("graph_node_gap_us")
@@ -330,19 +416,24 @@ def record(snap, t_base, out, cond_values):
             err, dt = record(payload["nodes"], t0, out, cond_values)
             payload["_gpu_us"] = dt
             got = None
+        elif ntype == NT.cudaGraphNodeTypeKernel:
+            got = _kernel_recorded(payload, cond_values)      # applied already
+            err = got if isinstance(got, int) else E.cudaSuccess
         else:
             got = node_effects(ntype, payload, cond_values)
             err = got if isinstance(got, int) else E.cudaSuccess
+            if err == E.cudaSuccess:
+                writes = got[0]
+                undo = [(w[0], w[1], w[0][w[1]].copy()) for w in writes]
+                for w in writes:
+                    w[0][w[1]] = w[2]
+                got = (writes, undo)
         if err != E.cudaSuccess:
             return err, 0.0
         end = t0 + node_gpu_us(ntype, payload)
         ends.append(end)
-        if got is not None:
-            writes, reads = got
-            undo = [(w[0], w[1], w[0][w[1]].copy()) for w in writes]
-            for w in writes:
-                w[0][w[1]] = w[2]
-            out.append((payload.get("name", ""), t0, end, writes, reads, undo))
+        if got is not None and got[0]:
+            out.append((payload.get("name", ""), t0, end, got[0], (), got[1]))
     return E.cudaSuccess, max(ends + [t_base]) - t_base
 
 
