@@ -25,10 +25,12 @@ from .._capture import capture
 from .._errors import check
 from .._kernel import device_array, kernel, to_device
 from ..backend import host_us, rt
+from ..conditional import conditional_graph, set_condition
 
 __all__ = ["capture_sizes", "add_rows", "Pool", "STRATEGIES", "capture_all",
            "uniform_reference", "uniform_at", "uniform_from_state", "advance_state",
-           "AddressCheck", "dot_text"]
+           "AddressCheck", "dot_text", "SPEC_VARIANTS", "guesses", "propose", "feed", "accept",
+           "Speculative"]
 
 TPB = 256
 
@@ -327,3 +329,232 @@ def ranks_capture(mode: str, warm_up: bool, n: int = 1024) -> dict:
         rt.cudaFree(p)
     rt.cudaGetLastError()
     return out
+
+
+# ------------------------------------------------------------------ speculative decoding
+
+# A round of speculative decoding on the course's decoder (`labkit.course.decoder`), whose
+# state is all on the device: ``pos`` (the next position), ``tok`` (the last accepted token)
+# and ``history`` (each position's token). A round is
+#
+#   propose   the draft writes k guesses for positions pos .. pos+k-1 (k read from ``spec[0]``)
+#   verify    k + 1 decode steps: step 0 from the last accepted token, step j from guess j-1;
+#             each writes the target's own pick for its position into ``history``
+#   accept    the guesses agreeing with the target's picks, from the first on, are accepted;
+#             with the target's next pick that is n + 1 new tokens; pos moves on by n + 1 and
+#             the next round's draft length is min(K, n + 1) (it grows while guesses land)
+#
+# The toy decoder takes one position per step, so the verify pass is k + 1 steps in a row; a
+# real model takes the k + 1 positions in one batched pass, whose shape depends on k the same.
+# The draft is a lookup table (`guesses`): the target's own greedy token, made wrong at a
+# seeded share of positions. Nothing here assumes the guesses are right: the accept rule
+# compares them with what the target computed.
+
+SPEC_VARIANTS = ("a graph per draft length", "padded to the longest draft",
+                 "count on the device, one loop")
+
+
+def guesses(m, prompt_token: int, wrong: float = 0.3, seed: int = 0) -> np.ndarray:
+    """The draft model, as a table: for each position, the target's greedy token (numpy's
+    `reference_generate`), replaced by another token at a share ``wrong`` of the positions,
+    picked by numpy's generator seeded with ``seed``."""
+    from .decoder import reference_generate
+    ref = reference_generate(m, prompt_token, m.cfg.max_seq)
+    miss = np.random.default_rng(seed).random(ref.size) < wrong
+    return np.where(miss, (ref + 1) % m.cfg.vocab, ref).astype(np.int32)
+
+
+def _propose_ref(grid, block, table, pos, spec, start, draft, h):
+    k, p = int(spec[0]), int(pos[0])
+    start[0] = p
+    for j in range(draft.size):
+        draft[j] = table[p + j] if j < k and p + j < table.size else -1
+    if int(h):
+        set_condition(h, k - 1)
+
+
+@kernel(reference=_propose_ref)
+def propose(table, pos, spec, start, draft, h):
+    """The draft: ``draft[j] = table[pos + j]`` for the ``k = spec[0]`` guesses, -1 (padding,
+    never accepted) after them; remembers where the round starts (``start[0] = pos[0]``); when
+    ``h`` is a condition's handle (not 0) sets it to ``k - 1``, the SWITCH body to run."""
+    if cuda.grid(1) == 0:
+        k = spec[0]
+        p = pos[0]
+        start[0] = p
+        for j in range(draft.size):
+            if j < k and p + j < table.size:
+                draft[j] = table[p + j]
+            else:
+                draft[j] = -1
+        if h != 0:
+            set_condition(h, k - 1)
+
+
+def _feed_ref(grid, block, draft, j, start, pos, tok):
+    pos[0] = start[0] + j
+    if int(draft[j - 1]) >= 0:
+        tok[0] = draft[j - 1]
+
+
+@kernel(reference=_feed_ref)
+def feed(draft, j, start, pos, tok):
+    """Before verify step ``j`` (1 … K): position ``start + j``, input token guess ``j - 1``
+    (padding keeps the target's own pick: its result is thrown away)."""
+    if cuda.grid(1) == 0:
+        pos[0] = start[0] + j
+        if draft[j - 1] >= 0:
+            tok[0] = draft[j - 1]
+
+
+def _accept_ref(grid, block, draft, start, history, pos, tok, spec, stats, ran, h):
+    p, K = int(start[0]), draft.size
+    n = 0
+    while n < K and int(draft[n]) >= 0 and int(draft[n]) == int(history[p + n]):
+        n += 1
+    pos[0] = p + n + 1
+    tok[0] = history[p + n]
+    stats[0] += 1
+    stats[1] += int(ran) if int(ran) > 0 else int(spec[0]) + 1
+    spec[0] = min(K, n + 1)
+    if int(h) and int(pos[0]) >= int(spec[1]):
+        set_condition(h, 0)
+
+
+@kernel(reference=_accept_ref)
+def accept(draft, start, history, pos, tok, spec, stats, ran, h):
+    """End of a round: ``n`` guesses accepted (they agree with the target's picks, from the
+    first); position ``start + n + 1`` and the target's pick there as the next input; counts
+    the round and its verify steps (``ran``, or ``k + 1`` when ``ran`` is 0) in ``stats``; the
+    next draft length ``min(K, n + 1)`` goes to ``spec[0]``; when ``h`` is a condition's
+    handle, sets it to 0 once the position reaches ``spec[1]`` (the token limit)."""
+    if cuda.grid(1) == 0:
+        p = start[0]
+        K = draft.size
+        n = 0
+        while n < K and draft[n] >= 0 and draft[n] == history[p + n]:
+            n += 1
+        pos[0] = p + n + 1
+        tok[0] = history[p + n]
+        stats[0] += 1
+        if ran > 0:
+            stats[1] += ran
+        else:
+            stats[1] += spec[0] + 1
+        spec[0] = min(K, n + 1)
+        if h != 0 and pos[0] >= spec[1]:
+            set_condition(h, 0)
+
+
+class Speculative:
+    """Greedy speculative decoding with the course's decoder, three ways (`SPEC_VARIANTS`):
+
+    * ``"a graph per draft length"``: one graph per k = 1 … K (k + 1 verify steps each); after
+      each round the host waits, reads the next k and launches that graph;
+    * ``"padded to the longest draft"``: one graph of K + 1 verify steps; a shorter draft is
+      padded, and the padding's steps run for nothing; the host waits and reads after each round;
+    * ``"count on the device, one loop"``: one graph, a WHILE node over rounds, whose body's
+      SWITCH node runs the k-step branch the draft chose: the accepted count never leaves the
+      device, and a generation is one launch and one wait.
+
+    ``run(variant, n_tokens)`` returns ``(tokens, rounds, verify_steps)``.
+    """
+
+    def __init__(self, m, stream, table, k_max: int = 4, prompt_token: int = 1):
+        from .decoder.generate import _warm
+        self.m, self.stream, self.k_max, self.prompt = m, stream, int(k_max), int(prompt_token)
+        self.table = to_device(np.asarray(table, np.int32))
+        self.draft = device_array(self.k_max, np.int32)
+        self.start = to_device(np.zeros(1, np.int32))
+        self.spec = to_device(np.array([1, m.cfg.max_seq], np.int32))   # [k, token limit]
+        self.stats = to_device(np.zeros(2, np.int32))                     # [rounds, steps]
+        s = m.state
+        _warm(m, stream)
+        args = (self.table, s["pos"], self.spec, self.start, self.draft)
+        tail = (self.draft, self.start, s["history"], s["pos"], s["tok"], self.spec, self.stats)
+        self._reset(self.m.cfg.max_seq)
+        propose[1, 1, stream](*args, np.uint64(0))          # compiled and loaded before capture
+        feed[1, 1, stream](self.draft, 1, self.start, s["pos"], s["tok"])
+        accept[1, 1, stream](*tail, 0, np.uint64(0))
+        stream.synchronize()
+        self.per_length = {}
+        for k in range(1, self.k_max + 1):                  # (a) k + 1 verify steps each
+            with capture(stream) as cap:
+                propose[1, 1, stream](*args, np.uint64(0))
+                for j in range(k + 1):
+                    self._verify(j)
+                accept[1, 1, stream](*tail, k + 1, np.uint64(0))
+            self.per_length[k] = cap.graph.instantiate()
+            cap.graph.close()
+        with capture(stream) as cap:                         # (b) K + 1 verify steps
+            propose[1, 1, stream](*args, np.uint64(0))
+            for j in range(self.k_max + 1):
+                self._verify(j)
+            accept[1, 1, stream](*tail, self.k_max + 1, np.uint64(0))
+        self.padded = cap.graph.instantiate()
+        cap.graph.close()
+        g = conditional_graph()                              # (c) WHILE over rounds
+        more = g.condition(default=1)
+        body = g.while_loop(more)
+        branch = g.condition(default=0)
+        with body.capture(stream) as head:
+            propose[1, 1, stream](*args, branch.arg)
+            self._verify(0)
+        for i, b in enumerate(body.switch(branch, self.k_max, deps=head.nodes)):
+            with b.capture(stream):                          # branch i: draft of i + 1 guesses
+                for j in range(1, i + 2):
+                    self._verify(j)
+        with body.capture(stream, deps=[branch.node]):
+            accept[1, 1, stream](*tail, 0, more.arg)
+        self.loop_graph = g
+        self.loop = g.instantiate()
+
+    def _verify(self, j: int):
+        """Verify step ``j``: from guess ``j - 1`` (step 0: from the last accepted token)."""
+        from .decoder import step_to_token
+        s = self.m.state
+        if j:
+            feed[1, 1, self.stream](self.draft, j, self.start, s["pos"], s["tok"])
+        step_to_token(self.m, self.stream)
+
+    def _reset(self, limit: int):
+        from .decoder.generate import reset
+        reset(self.m, self.prompt, self.stream)
+        self.spec.copy_to_device(np.array([1, limit], np.int32))
+        self.stats.copy_to_device(np.zeros(2, np.int32))
+
+    def run(self, variant: str, n_tokens: int):
+        """Generate ``n_tokens`` tokens after the prompt; returns ``(tokens, rounds,
+        verify_steps)``. The last round may make a few tokens more; they are cut off."""
+        if variant not in SPEC_VARIANTS:
+            raise ValueError(f"variant must be one of {SPEC_VARIANTS}, got {variant!r}")
+        if not 1 <= n_tokens <= self.m.cfg.max_seq - self.k_max - 1:
+            raise ValueError(f"n_tokens must be 1..{self.m.cfg.max_seq - self.k_max - 1} (the "
+                             f"model's {self.m.cfg.max_seq} positions less a round's "
+                             f"{self.k_max + 1} steps), got {n_tokens}")
+        self._reset(n_tokens)
+        st, s = self.stream, self.m.state
+        if variant == SPEC_VARIANTS[2]:
+            self.loop.launch(st)
+        else:
+            pos_k = np.zeros(2, np.int32)
+            k = 1
+            while True:
+                ex = self.per_length[k] if variant == SPEC_VARIANTS[0] else self.padded
+                ex.launch(st)
+                st.synchronize()                            # the host waits for the count
+                pos_k[0] = s["pos"].copy_to_host()[0]
+                if pos_k[0] >= n_tokens:
+                    break
+                k = int(self.spec.copy_to_host()[0])
+        st.synchronize()
+        toks = s["history"].copy_to_host()[:n_tokens].copy()
+        rounds, steps = (int(v) for v in self.stats.copy_to_host())
+        return toks, rounds, steps
+
+    def close(self):
+        for ex in self.per_length.values():
+            ex.close()
+        self.padded.close()
+        self.loop.close()
+        self.loop_graph.close()
