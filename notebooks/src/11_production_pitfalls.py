@@ -15,8 +15,8 @@
 # section here takes one thing practitioners hit, in the order of their issue trackers: the idea,
 # the smallest demo that shows it on the simulator (or your GPU), one figure and one takeaway.
 #
-# **Prerequisites:** notebooks 05 (static buffers, a cache of graphs), 07 (the decoder), 09
-# (the eager switch, capture modes) and 10 (the frameworks' vocabulary).
+# **Prerequisites:** notebooks 05 (static buffers, a cache of graphs), 07 (the decoder), 08
+# (conditional nodes), 09 (the eager switch, capture modes) and 10 (the frameworks' vocabulary).
 #
 # **You will learn to**
 # - say what each captured size costs in memory and start-up time, and bound both as engines do:
@@ -26,10 +26,12 @@
 # - capture collectives safely: the same collectives on every rank, thread-local capture,
 #   communicator set-up before capture, and what hangs when a rule is broken;
 # - find an input that moved since capture with an address check and with the eager switch;
+# - serve speculative decoding, whose accepted count changes at every step, with graphs: a
+#   graph per draft length, padding, or the count on the device with a conditional node;
 # - reach for the right debugging tool, on a GPU and on the simulator;
 # - decide, from a symptom, what the cause is and which section shows the fix.
 #
-# About 60 minutes, the exercise included.
+# About 70 minutes, the exercise included.
 
 # %%
 import numpy as np
@@ -382,7 +384,89 @@ step.close()
 # when a wrong answer appears, check the addresses or run the step eagerly beside the graph.
 
 # %% [markdown]
-# ## 5. The practitioner's debugging tools
+# ## 5. Speculative decoding: a count that changes every step
+#
+# Speculative decoding makes several tokens per step of the big (*target*) model. A small
+# *draft* model guesses the next k tokens; the target then takes the last accepted token and
+# the k guesses in one pass and computes its own pick at each of those k + 1 positions. The
+# guesses that agree with its picks, from the first on, are accepted, and the target's pick just
+# after them comes free: n accepted guesses make n + 1 tokens. Engines also change k as they go:
+# a longer draft while guesses land, a shorter one after a miss.
+#
+# A graph freezes its shapes, and here two of them move at every step: how many positions the
+# pass verifies (k + 1), and where the next step starts (n + 1 further on). Engines answer in
+# three ways:
+#
+# - **(a) a graph per draft length**: capture k = 1 … K; after each step the host waits, reads
+#   n, picks the next k and launches that graph. K graphs to capture and keep, and a host round
+#   trip per step.
+# - **(b) padding to the longest draft**: one graph that always verifies K + 1 positions; a
+#   shorter draft is padded, and the padded positions are computed for nothing. The host still
+#   waits for n after every step, to know when the answer is long enough.
+# - **(c) the count on the device and a conditional node**: the accept kernel leaves n and the
+#   next k in device memory; one graph runs the whole generation, a WHILE node over steps whose
+#   SWITCH node runs the branch for the k the draft chose (notebook 08). The host launches once
+#   and waits once.
+#
+# The demo uses the course's decoder (notebook 07) as the target. It takes one position per
+# step, so its "one pass over k + 1 positions" is k + 1 decode steps in a row: the same shapes
+# change with k, only slower than a batched pass. The draft model is simple on purpose: a table
+# holding, for each position, the target's own greedy token (numpy's), made wrong at about a
+# third of the positions by a seeded coin. The accept rule never looks at the table: it compares
+# the guesses with what the target computed. The next draft length is n + 1, at most K = 4.
+
+# %%
+from labkit import timing
+from labkit.course import decoder as dec
+
+N_SPEC, K_MAX = 40, 4
+target = dec.make_model(seed=0, max_seq=64)
+spec = pr.Speculative(target, stream, pr.guesses(target, 1, wrong=0.3), k_max=K_MAX)
+want = dec.reference_generate(target, 1, N_SPEC)
+per_token, steps_per_token = {}, {}
+for variant in pr.SPEC_VARIANTS:
+    toks, rounds, steps = spec.run(variant, N_SPEC)
+    assert np.array_equal(toks, want), f"{variant}: the tokens differ from numpy's"
+    per_token[variant] = timing.measure(lambda: spec.run(variant, N_SPEC), warmup=1, repeat=3,
+                                        per=N_SPEC, label=variant)
+    steps_per_token[variant] = steps / N_SPEC
+    print(f"{variant:30s} {rounds} steps of the target for {N_SPEC} tokens, "
+          f"{steps} positions verified, {per_token[variant].median:6.1f} µs per token")
+print("every variant's tokens are numpy's greedy tokens")
+claims.speculative_costs({v: s.median for v, s in per_token.items()}, steps_per_token,
+                         pr.SPEC_VARIANTS)
+
+with plot.style():
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.6))
+plot.bars(per_token, ax=axes[0], ylabel="time per generated token (µs)",
+          title="time, host waits included")
+plot.bars(steps_per_token, ax=axes[1], ylabel="positions verified per generated token",
+          title="work the GPU did")
+fig.suptitle(f"11-5 Speculative decoding, {N_SPEC} tokens with drafts of up to {K_MAX} "
+             "guesses", fontsize=11)
+plt.show()
+spec.close()
+
+# %% [markdown]
+# All three make the same tokens as numpy and take the same number of steps; they differ in
+# what each step costs. Look at the right-hand panel first: padding verifies K + 1 positions at
+# every step, so its work per token is the highest, and its time per token on the left follows.
+# A graph per draft length does only the work the draft asked for, but its host waits after
+# every step; the device loop does the same work with no wait between steps, and comes out the
+# fastest. Here a step is hundreds of kernels, so the waits are a small share; the smaller the
+# step, the more the loop gains (notebook 08, section 4, where a smaller model gains more). What the bars do not show: (a) captured
+# K graphs, each with its memory and start-up time (section 1), and (c) holds every branch in
+# one graph, which is about as large.
+#
+# vLLM captures its graphs per number of tokens in the batch, speculative positions included,
+# and pads a step up to the next captured size: (a) and (b) together.
+#
+# **Takeaway:** a changing accepted count breaks a fixed graph only if the host must see it:
+# capture per length or pad when it must, or keep the count on the device and let a conditional
+# node choose the work.
+
+# %% [markdown]
+# ## 6. The practitioner's debugging tools
 #
 # On a GPU, these are the tools to reach for, each for one question. The GPU issue runs each
 # command on a real GPU; the simulator has an equivalent for most.
@@ -402,7 +486,7 @@ with labkit.capture(stream) as cap:
     pr.uniform_from_state[blocks, 256, stream](rand, state)
     pr.advance_state[1, 1, stream](state, N_RAND)
 print(pr.dot_text(cap.graph))
-plot.graph_dag(cap.graph, title="11-5 The sampler graph of section 2");
+plot.graph_dag(cap.graph, title="11-6 The sampler graph of section 2");
 plt.show()
 cap.graph.close()
 
@@ -411,7 +495,7 @@ cap.graph.close()
 # `enforce_eager`, `labkit.eager()`); then the kernel-level tools can name the kernel.
 
 # %% [markdown]
-# ## 6. A decision checklist
+# ## 7. A decision checklist
 #
 # **Graphs or not?** Use them when the host's launch time is a large part of a step: many small
 # kernels, small batches, decode (notebooks 01 and 06). Leave them out when kernels are long,
@@ -435,7 +519,7 @@ cap.graph.close()
 # | out of memory at start-up, or slow start-up | too many captured sizes, each with its own memory | fewer sizes with padding, one pool, largest first | 11 §1, 05 §8 |
 # | multi-GPU job hangs | ranks captured different collectives, or one fell back to eager | warm up, thread-local, same graphs on every rank | 11 §3 |
 # | a changing step is slower with graphs | a capture per change | capture only once the step repeats | 05 §7 |
-# | speculative decoding breaks the graph | the number of accepted tokens changes the shape | a graph per draft length, padding to the longest draft, or the count on the device with a conditional node | 05 §8, 08 |
+# | speculative decoding breaks the graph | the number of accepted tokens changes the shape | a graph per draft length, padding to the longest draft, or the count on the device with a conditional node | 11 §5, 05 §8, 08 |
 #
 # **Takeaway:** start from the symptom; every row's fix is one you have now run.
 
@@ -450,6 +534,9 @@ cap.graph.close()
 #   process, and keep every rank on the same graphs, or the job hangs.
 # - A graph reads its inputs where they were at capture: copy new data in, and check addresses
 #   (`check_input_liveness`, `AddressCheck`) or compare against eager when answers go wrong.
+# - Speculative decoding changes the verified length and the accepted count at every step:
+#   capture a graph per draft length, pad to the longest, or keep the count on the device and
+#   let a WHILE and a SWITCH node choose the work, with no host wait between steps.
 # - Debug eager first; compute-sanitizer, `CUDA_LAUNCH_BLOCKING`, a DOT print and the sync debug
 #   mode each answer one question.
 #

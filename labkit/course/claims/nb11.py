@@ -1,10 +1,11 @@
-"""Notebook 11's claims: what many captured sizes cost, two ranks capturing, a stale input found."""
+"""Notebook 11's claims: what many captured sizes cost, two ranks capturing, a stale input found,
+what each way of speculative decoding costs."""
 from __future__ import annotations
 
 from labkit.measure.claims import claim
 
 __all__ = ["largest_first_holds_one_buffer", "only_warm_thread_local_captures_every_rank",
-           "stale_input_found"]
+           "stale_input_found", "speculative_costs"]
 
 
 @claim("captured largest first, the shared pool holds the largest size's buffer and no more, "
@@ -38,3 +39,17 @@ def stale_input_found(stale_errors, copied_errors, graph_out, eager_out):
     holds = max(stale_errors) > 0 and max(copied_errors) == 0 and graph_out != eager_out
     return holds, (f"largest error: new arrays {max(stale_errors)}, copy-in {max(copied_errors)};"
                    f" out[0] graph {graph_out}, eager {eager_out}")
+
+
+@claim("padding verifies the most positions per token and is the slowest; the device loop, "
+       "with the work of a graph per draft length and no host wait per step, is the fastest",
+       why="on this device a host wait per step costs less than a conditional node's iteration, "
+           "or padded positions cost less than their share of a step",
+       look="both panels of the figure")
+def speculative_costs(per_token_us, steps_per_token, variants):
+    per_length, padded, loop = variants
+    holds = (steps_per_token[padded] > steps_per_token[per_length] == steps_per_token[loop]
+             and per_token_us[padded] > per_token_us[per_length] > per_token_us[loop])
+    return holds, ("µs per token: " + ", ".join(f"{v} {per_token_us[v]:.1f}" for v in variants)
+                   + "; positions per token: "
+                   + ", ".join(f"{v} {steps_per_token[v]:.2f}" for v in variants))
