@@ -10,6 +10,11 @@
   kernel advances (`advance_state`), as PyTorch's graph-safe generator keeps its offset.
 * Stale addresses: `AddressCheck` records the addresses a capture baked in and refuses a replay
   when the buffers the caller now uses are elsewhere, as ``check_input_liveness`` does.
+* Speculative decoding: `Speculative` runs the course's decoder with a draft (`guesses`, a
+  table of the target's own greedy tokens, some made wrong) three ways (`SPEC_VARIANTS`): a
+  graph per draft length, one graph padded to the longest draft, or one graph whose WHILE node
+  loops over steps and whose SWITCH node runs the branch the draft's length chose, the accepted
+  count never leaving the device (kernels `propose`, `feed`, `accept`).
 * Debugging on the simulator: `dot_text`, the DOT description of a graph by
   ``cudaGraphDebugDotPrint``.
 """
