@@ -100,7 +100,7 @@ assert {r["dot_name"] for r in nc.node_ids(graph)} == {n["name"] for n in nc.dot
 # and cuda.core's `graph[node].disable()` since cuda.core 1.2.) The debugging kernel of
 # section 1 is the one to switch off in production:
 
-# %%
+# %% tags=["key-figure"]
 ex = graph.instantiate()
 log_node = next(n for n in nc.nodes_of(graph) if nc.kernel_name(n) == "log_step")
 
