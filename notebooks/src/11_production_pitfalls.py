@@ -31,7 +31,7 @@
 # - reach for the right debugging tool, on a GPU and on the simulator;
 # - decide, from a symptom, what the cause is and which section shows the fix.
 #
-# About 70 minutes, the exercise included.
+# About 95 minutes, the exercise included.
 
 # %%
 import numpy as np

@@ -28,7 +28,7 @@
 # - say what a graph launchable from the device may contain;
 # - find cuda.core's names for all of this.
 #
-# About 50 minutes, the exercise included.
+# About 70 minutes, the exercise included.
 
 # %%
 import numpy as np
