@@ -115,7 +115,7 @@ class Graphed:
         if len(args) != len(self._spec):
             raise TypeError(f"this graphed callable takes {len(self._spec)} argument(s), like its "
                             f"samples; got {len(args)}")
-        for i, (a, (shape, dtype), dst) in enumerate(zip(args, self._spec, self.static_inputs)):
+        for i, (a, (shape, dtype)) in enumerate(zip(args, self._spec)):
             if not _is_array(a):
                 raise TypeError(f"argument {i} is a {type(a).__name__}, not an array of "
                                 f"shape {shape}, dtype {dtype}")

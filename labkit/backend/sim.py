@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 
 import ctypes
-import functools
 import weakref
 
 import numpy as np

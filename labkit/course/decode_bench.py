@@ -64,7 +64,7 @@ class HostLoad:
 
 def _back_to_back(m, ex, stream, n) -> tuple[float, float]:
     """(tokens/s, host CPU µs per token) of ``n`` replays launched back to back, one sync."""
-    dec._reset(m, PROMPT, stream)
+    dec.reset(m, PROMPT, stream)
     t0, c0 = labkit.host_us(), labkit.cpu_us()
     for _ in range(n):
         ex.launch(stream)

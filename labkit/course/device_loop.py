@@ -305,7 +305,7 @@ def k_per_launch(m: dec.Model, ex, k: int, prompt_token: int, limit: int, stream
                  eos: int = -1) -> KResult:
     """Greedy decode with ``ex`` (``k`` steps per launch, from `capture_steps`): launch, wait,
     read the ``k`` new tokens, stop at the first EOS among them or before passing ``limit``."""
-    dec._reset(m, prompt_token, stream)
+    dec.reset(m, prompt_token, stream)
     h = stream_handle(stream)
     toks, arrivals = [], []
     w0, c0 = host_us(), cpu_us()

@@ -103,15 +103,15 @@ class PiecewiseStep:
         _launch(step_launches(m), stream)      # warm-up: every kernel compiled and loaded
         stream.synchronize()
         execs = []
-        for kind, launches in self.segments:
+        for kind, group in self.segments:
             if kind == "graph":
                 with capture(stream) as cap:
-                    _launch(launches, stream)
+                    _launch(group, stream)
                 ex = cap.graph.instantiate()
                 ex.upload(stream)
                 execs.append((kind, ex))
             else:
-                execs.append((kind, launches))
+                execs.append((kind, group))
         stream.synchronize()
         self._run = execs
 

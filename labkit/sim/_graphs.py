@@ -6,7 +6,6 @@ from cuda.bindings import runtime as _cr
 
 from . import _graphmem
 from . import _state as S
-from . import clock as _clock
 
 E, P, NT = S.E, S.P, S.NT
 _node_t = _cr.cudaGraphNode_t

@@ -204,7 +204,6 @@ def _begin_memset(payload):
     """``height`` rows of ``width`` elements (``elementSize`` bytes) set to ``value``."""
     size = payload.get("elementSize", 1)
     width = payload.get("width", payload["count"])
-    pitch = payload.get("pitch", width * size)
     starts = memset_rows(payload)
     rows = [_heap.view(a, width * size) for a in starts]
     if any(r is None for r in rows):

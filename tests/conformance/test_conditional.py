@@ -17,7 +17,6 @@ import labkit  # before numba.cuda (sets NUMBA_ENABLE_CUDASIM on "sim")
 import numpy as np
 import pytest
 from labkit import CudaError, rt, set_condition
-from labkit.backend import is_gpu
 
 E = rt.cudaError_t
 NT = rt.cudaGraphNodeType

@@ -2,7 +2,6 @@
 LABKIT_SIM_SEED, so a rerun repeats them; reads happen at an op's start and writes at its end."""
 import labkit  # noqa: F401  (before numba.cuda)
 import numpy as np
-import pytest
 
 from labkit.sim import _engine
 

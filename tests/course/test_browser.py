@@ -214,7 +214,7 @@ def _run_all(page, expect, url: str) -> None:
     # JupyterLab can show the kernel idle a moment before it accepts executions; a Run All sent
     # then is silently dropped (seen about one time in two). Queued cells show "[*]" at once,
     # so ask again until a prompt shows the cells are queued, running or run.
-    for attempt in range(6):
+    for _ in range(6):
         _dismiss_dialogs(page)
         page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
         page.locator(".lm-Menu-item", has_text=re.compile(r"^Run All Cells")).click()

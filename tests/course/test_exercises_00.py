@@ -64,8 +64,6 @@ def test_the_notebooks_starter_fails_its_check_naming_the_order():
 # The asynchronous simulator sees what a GPU punishes only some of the time: each wrong answer
 # below is refused there (on a GPU only the values are checked, and a race may go unseen).
 
-import labkit  # noqa: E402
-from labkit.course import workloads  # noqa: E402
 
 sim_only = pytest.mark.skipif(labkit.backend != "sim", reason="the race report is the simulator's")
 

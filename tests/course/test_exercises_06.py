@@ -126,8 +126,11 @@ def _each(wait):
     return fn
 
 
-def _event_wait(stream, _ev={}):
-    ev = _ev.setdefault("ev", labkit.Event(timing=False))
+_EVENTS: dict = {}
+
+
+def _event_wait(stream):
+    ev = _EVENTS.setdefault("ev", labkit.Event(timing=False))
     ev.record(stream)
     ev.synchronize()
 

@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import nbformat
-import pytest
 
 try:
     import tomllib

@@ -278,7 +278,7 @@ def test_graph_dag_draws_fork_join_in_three_layers_with_counts_in_title():
     title = ax.get_title()
     assert "4 nodes, 4 edges" in title and PROV in title and "Fork/join" in title
     offsets = np.concatenate([c.get_offsets() for c in ax.collections
-                              if len(getattr(c, "get_offsets")()) and c.get_offsets().shape[1] == 2])
+                              if len(c.get_offsets()) and c.get_offsets().shape[1] == 2])
     ys = {round(float(y), 6) for y in offsets[:, 1]}
     assert len(ys) == 3  # three layers: the source, both branches, the join
     y_of = {tuple(np.round(xy, 6)): None for xy in offsets}

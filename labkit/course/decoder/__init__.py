@@ -26,7 +26,7 @@ block reduction they share), `model` (configuration, weights, buffers, one `step
 (eager and graph decoding) and `reference` (numpy ground truth, PyTorch rows). Every public
 name is re-exported here, so ``from labkit.course import decoder as dec; dec.step(...)`` works.
 """
-from .generate import (DecodeResult, _reset, capture_step, generate_eager, generate_graph,
+from .generate import (DecodeResult, capture_step, generate_eager, generate_graph,
                        generated, prefill, reset)
 from .kernels import (EPS, KERNELS, TPB, advance, argmax, attn_out, attn_scores, block_reduce,
                       embed, matvec, residual_add, rmsnorm, silu, softmax, store_kv, load_prompt)

@@ -65,13 +65,11 @@ def reset(m: Model, prompt_token: int, stream):
     m.state["pos"].copy_to_device(np.zeros(1, np.int32))
 
 
-_reset = reset
-
 
 def _warm(m: Model, stream):
     """Run one step so numba has compiled and loaded every kernel before timing or capture."""
     if not m.warm:
-        _reset(m, 0, stream)
+        reset(m, 0, stream)
         step(m, stream)
         load_prompt[1, 1, stream](m.state["prompt"], m.state["pos"], m.state["tok"])
         _sync(stream)
@@ -91,7 +89,7 @@ def prefill(m: Model, prompt, stream) -> float:
     toks = prompt_tokens(prompt)
     _check_len(m.cfg, 1, len(toks))
     _warm(m, stream)
-    _reset(m, toks[0], stream)
+    reset(m, toks[0], stream)
     buf = np.zeros(m.cfg.max_seq, np.int32)
     buf[:len(toks)] = toks
     m.state["prompt"].copy_to_device(buf)

@@ -96,7 +96,7 @@ def bars(values: Mapping[str, object], ax=None, ylabel: str = "µs", log: bool =
             _axes.tidy_log_axis(ax.yaxis)
         else:
             ax.set_ylim(0, top * 1.15 or 1.0)
-            for container, label in parts_drawn:
+            for container, _label in parts_drawn:
                 _label_inside(ax, container)
         ax.set_ylabel(ylabel)
         if whiskers:
