@@ -270,7 +270,8 @@ def set_value(handle, value):
                  "the graph that owns the handle (in a conditional body, or before the node)"
                  if values is None else
                  f"the running graph does not own handle {h}: pass the handle of this graph's "
-                 "own condition (labkit.condition(graph) / cudaGraphConditionalHandleCreate on it)")
+                 "own condition (graph.condition() of a labkit.conditional_graph, or "
+                 "cudaGraphConditionalHandleCreate on it)")
         raise RuntimeError(f"set_condition({h}, {int(value)}): {where}")
     values[h] = int(value) & 0xFFFFFFFF
 

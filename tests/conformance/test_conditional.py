@@ -392,9 +392,8 @@ def _count_graph(res, s, n, extra=0):
 
 
 def test_exec_update_of_a_same_shape_graph_with_a_conditional_node_succeeds(res):
-    """On the H200 (2026-12-03, this test): cudaGraphExecUpdate of a WHILE graph by one of the
-    same shape with another kernel argument returns cudaSuccess. (The earlier probe reported an
-    error; that was its own set-up.)"""
+    """cudaGraphExecUpdate of a WHILE graph by one of the same shape with another kernel
+    argument returns cudaSuccess (seen on the H200)."""
     s = res.stream()
     g1, a1 = _count_graph(res, s, 10)
     ge = run(res, g1, s)

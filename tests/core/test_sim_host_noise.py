@@ -124,7 +124,7 @@ def test_a_bad_setting_is_refused_with_the_values_it_takes(host, monkeypatch, na
 
 
 def test_a_capture_charges_numbas_dispatch_per_array_as_an_eager_launch_does(host, arrays):
-    """numba types and marshals every argument in a capture too (issue 29, What 7)."""
+    """numba types and marshals every argument in a capture too."""
     host("0")
     s, x = arrays
     y, z = labkit.to_device(np.zeros(1024, np.float32)), labkit.to_device(np.zeros(1024, np.float32))

@@ -46,7 +46,7 @@ def test_check_rejects_a_loop_that_drops_kernels():
 
 
 def test_check_rejects_keeping_a_sync_after_every_kernel():
-    # the wrong answer issue 15 found passing: only the copy dropped (ratio 0.74 ≤ 0.85)
+    # only the copy dropped (ratio 0.74 ≤ 0.85)
     def sync_each(x, stream):
         for _ in range(nb06.N_KERNELS):
             add_one[4, 256, stream](x)
@@ -61,7 +61,7 @@ def test_check_rejects_keeping_a_sync_after_every_kernel():
 
 
 def test_check_rejects_a_raw_runtime_synchronize_after_every_kernel():
-    # the same wait, called through labkit.rt instead of Stream.synchronize: issue 27 found it passing
+    # the same wait, called through labkit.rt instead of Stream.synchronize
     def raw_sync_each(x, stream):
         for _ in range(nb06.N_KERNELS):
             add_one[4, 256, stream](x)
@@ -76,7 +76,7 @@ def test_check_rejects_a_raw_runtime_synchronize_after_every_kernel():
 
 def test_check_rejects_keeping_the_copy_to_the_host_after_every_kernel():
     # the synchronize dropped but the "progress" copy kept: faster than the original, and a wait
-    # after every kernel all the same (issue 27 found it passing)
+    # after every kernel all the same
     def copy_each(x, stream):
         for _ in range(nb06.N_KERNELS):
             add_one[4, 256, stream](x)

@@ -1,5 +1,5 @@
-"""timing.graph_phases times the steady cudaGraphLaunch call alone beside launch + sync (issue 15:
-notebook 03's "steady launch" waited for the GPU, and read as if the launch call grew)."""
+"""timing.graph_phases times the steady cudaGraphLaunch call alone beside launch + sync (a
+"steady launch" that waits for the GPU reads as if the launch call grew)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,5 @@
 """On a GPU, a traced timeline's CPU spans are the calls' own cost: each within 2x, or 5 µs,
-of the same call untraced, measured in the same process (issue 15).
+of the same call untraced, measured in the same process.
 
 What a trace still adds (shown hatched on a graph launch, said in the note) is not counted as
 the call's own: the test checks ``duration - added_us``, the part drawn solid. Run with
@@ -106,7 +106,7 @@ def test_traced_cpu_span_is_within_2x_or_5us_of_the_untraced_call(traced, name):
 
 @pytest.mark.parametrize("name", ["launch add_one", "prepared add_one", "cudaGraphLaunch"])
 def test_the_traces_first_call_carries_no_cupti_set_up(traced, name):
-    # milliseconds before issue 15, when CUPTI was attached inside the first span; a graph
+    # milliseconds if CUPTI were attached inside the first span; a graph
     # executable's first traced launch (30 µs against 3.4 untraced on the H200) is the
     # tracer's, estimated on fresh probe executables and drawn hatched
     _, _, tl = traced

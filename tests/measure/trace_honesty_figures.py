@@ -1,4 +1,4 @@
-"""Draw the course's traced timelines on the active backend, to look at (issue 15).
+"""Draw the course's traced timelines on the active backend, to look at.
 
     PYTHONPATH=$PWD LABKIT_BACKEND=cuda python tests/measure/trace_honesty_figures.py --out DIR
 
