@@ -67,7 +67,9 @@ class Race(NamedTuple):
             self.where, "add an edge between them (join one branch into the other before it), "
                         "or give each branch its own buffer")
         a, b = self.kind.split("/")
-        return (f"data race on {self.buffer}: {self.first} ({self.first_row}) {a}s it and "
+        what = (self.buffer if self.buffer.startswith(("copy ", "memset "))
+                else f"the array passed as {self.buffer}")
+        return (f"data race on {what}: {self.first} ({self.first_row}) {a}s it and "
                 f"{self.second} ({self.second_row}) {b}s it{when}, with nothing ordering them; "
                 f"{fix}")
 

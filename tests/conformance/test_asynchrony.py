@@ -125,7 +125,7 @@ def test_an_unordered_writer_and_reader_are_named_as_a_race(res):
     s, other = res.stream(), res.stream()
     labkit.clear_races()
     x = _busy_on(s)
-    with pytest.warns(labkit.RaceWarning, match=r"^data race on x: busy \(stream 0x[0-9a-f]+\) "
+    with pytest.warns(labkit.RaceWarning, match=r"^data race on the array passed as x: busy \(stream 0x[0-9a-f]+\) "
                                                 r"writes it and memcpy"):
         _read_first(x, other)
     (r,) = labkit.races()
@@ -159,7 +159,7 @@ def test_a_graphs_unordered_branches_that_share_a_buffer_are_named_at_instantiat
         with labkit.fork(origin, side):
             add_one[1, 64, origin](x)
             saxpy[1, 64, side](v, 2.0, x, z)
-    with pytest.warns(labkit.RaceWarning, match=r"^data race on x: add_one \(graph node 0\) "
+    with pytest.warns(labkit.RaceWarning, match=r"^data race on the array passed as x: add_one \(graph node 0\) "
                                                 r"writes it and saxpy \(graph node 1\) reads it"):
         cap.graph.instantiate().close()
     assert [r.where for r in labkit.races()] == ["graph"]
