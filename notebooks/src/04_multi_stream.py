@@ -231,7 +231,8 @@ with labkit.capture(origin) as cap:
 racing = cap.graph.instantiate()
 if labkit.backend == "sim":
     r = labkit.races()[-1]                       # the report as data, for a program to use
-    print(f"{r.first} and {r.second} race on {r.buffer}: {r.kind}, between unordered "
+    print(f"{r.first} and {r.second} race on the array passed as {r.buffer}: {r.kind}, "
+          "between unordered "
           f"{'graph nodes' if r.where == 'graph' else 'streams'}")
 else:
     print("on a GPU no tool reports this race: the graph just runs")
