@@ -167,10 +167,23 @@ def cudaMemcpyAsync(dst, src, count, kind, stream):
     dst, src, count = _heap.ptr(dst), _heap.ptr(src), int(count)
     if not (_addressable(s, dst, count) and _addressable(s, src, count)):
         return (S.fail(E.cudaErrorInvalidValue),)
-    return (_work.submit(s, NT.cudaGraphNodeTypeMemcpy,
-                         {"dst": dst, "src": src, "count": count,
-                          "kind": _cr.cudaMemcpyKind(int(kind)), "name": "memcpy"},
-                         P("api_us"), "cudaMemcpyAsync"),)
+    payload = {"dst": dst, "src": src, "count": count, "kind": _cr.cudaMemcpyKind(int(kind)),
+               "name": "memcpy"}
+    # CUDA's "API synchronization behavior": from pageable host memory the source is staged at
+    # the call; into pageable host memory the call returns once the copy has completed
+    eager = s.capture is None
+    if eager and _pageable(src):
+        payload["staged"] = _heap.view(src, count).copy()
+    err = _work.submit(s, NT.cudaGraphNodeTypeMemcpy, payload, P("api_us"), "cudaMemcpyAsync")
+    if eager and err == E.cudaSuccess and _pageable(dst) and not _pageable(src):
+        _clock.api("cudaMemcpyAsync (pageable)", 0.0, wait_until=s.ready_us)
+        _races.host_saw(s.vc)
+    return (err,)
+
+
+def _pageable(addr: int) -> bool:
+    """Plain host memory: neither the simulator's device memory nor page-locked memory."""
+    return _heap.find(addr) is None and not _heap.in_sim_range(addr)
 
 
 def cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, kind, stream):
