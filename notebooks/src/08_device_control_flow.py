@@ -92,6 +92,61 @@ print(g, "->", counter.copy_to_host()[0], "iterations in one launch")
 assert counter.copy_to_host()[0] == 50
 
 # %% [markdown]
+# ### The same WHILE node, call by call
+#
+# Here is what `conditional_graph()`, `condition()`, `while_loop()` and `body.capture()` do, with
+# the raw calls of the table, in cuda-python's names (`labkit.rt` is `cuda.bindings.runtime` on a
+# GPU, and the simulator's copy of it here). NVIDIA's `graphConditionalNodes` sample makes the same
+# calls in C++. Three things the wrapper hides: the node's parameters are a
+# `cudaGraphNodeParams` whose `conditional` member you fill; `cudaGraphAddNode` hands the empty body
+# back in that same struct (`conditional.phGraph_out`); and the kernel receives the handle as a
+# plain 64-bit integer.
+
+# %%
+from labkit import check, rt
+
+raw_counter = labkit.to_device(np.zeros(1, np.int64))
+raw_stream = check(rt.cudaStreamCreateWithFlags(rt.cudaStreamNonBlocking),
+                   "cudaStreamCreateWithFlags")
+graph = check(rt.cudaGraphCreate(0), "cudaGraphCreate")
+ASSIGN_DEFAULT = int(rt.cudaGraphConditionalHandleFlags.cudaGraphCondAssignDefault)
+handle = check(rt.cudaGraphConditionalHandleCreate(graph, 1, ASSIGN_DEFAULT),
+               "cudaGraphConditionalHandleCreate")      # default 1, reset at every launch
+
+params = rt.cudaGraphNodeParams()
+params.type = rt.cudaGraphNodeType.cudaGraphNodeTypeConditional
+params.conditional.handle = handle
+params.conditional.type = rt.cudaGraphConditionalNodeType.cudaGraphCondTypeWhile
+params.conditional.size = 1                             # a WHILE has one body
+node = check(rt.cudaGraphAddNode(graph, None, None, 0, params), "cudaGraphAddNode")
+body_graph = params.conditional.phGraph_out[0]          # the empty body, to fill
+
+# relaxed: a first launch that loads the kernel's module is allowed inside the capture
+check(rt.cudaStreamBeginCaptureToGraph(raw_stream, body_graph, None, None, 0,
+                                       rt.cudaStreamCaptureMode.cudaStreamCaptureModeRelaxed),
+      "cudaStreamBeginCaptureToGraph")
+count_to[1, 1, raw_stream](raw_counter, 50, np.uint64(int(handle)))
+check(rt.cudaStreamEndCapture(raw_stream), "cudaStreamEndCapture")
+
+graph_exec = check(rt.cudaGraphInstantiate(graph, 0), "cudaGraphInstantiate")
+check(rt.cudaGraphLaunch(graph_exec, raw_stream), "cudaGraphLaunch")
+check(rt.cudaStreamSynchronize(raw_stream), "cudaStreamSynchronize")
+print("raw calls ->", raw_counter.copy_to_host()[0], "iterations in one launch")
+assert raw_counter.copy_to_host()[0] == counter.copy_to_host()[0]
+
+check(rt.cudaGraphExecDestroy(graph_exec), "cudaGraphExecDestroy")
+check(rt.cudaGraphDestroy(graph), "cudaGraphDestroy")       # the body goes with its node
+check(rt.cudaStreamDestroy(raw_stream), "cudaStreamDestroy")
+
+# %% [markdown]
+# Both counted to 50 in one launch. The wrapper adds what these lines leave to you: it refuses a
+# second node on one condition before CUDA does, its errors say what to change (a body that
+# holds a host function or an allocation is named as the reason instantiate failed), and it holds
+# numba's deferred frees during the capture, so an array collected in an earlier cell is not
+# freed inside it (notebook 09 shows why that matters). From here on, the course uses the
+# wrapper.
+
+# %% [markdown]
 # ## 3. IF, IF/ELSE and SWITCH
 #
 # A kernel upstream decides; the node downstream runs the body it picked. Below, `decide` copies
