@@ -323,7 +323,8 @@ if rec_prep.timeline.source != "events":
 # flow changes every time), and they can be captured too, becoming ordinary kernel nodes.
 #
 # For comparison with a real GPU, and with a launch from C++, which this course does not
-# measure:
+# measure. The C++ launch may sit a little above the prepared launch; the box says why one
+# should not read that as C++ being slower:
 
 # %%
 from labkit.course import reference
