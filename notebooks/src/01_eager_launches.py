@@ -22,7 +22,7 @@
 # 5. Recognise the opposite case: long kernels, where the GPU is the bottleneck, the gaps vanish
 #    and a graph has little left to remove; and find the crossover between the two.
 #
-# About 50 minutes.
+# About 55 minutes.
 
 # %%
 import labkit            # first: it chooses the backend before numba.cuda is imported

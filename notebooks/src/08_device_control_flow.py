@@ -9,7 +9,7 @@
 # %% [markdown]
 # # 08 — Control flow on the device: conditional nodes
 #
-# **Prerequisites:** notebooks 01–07 (the capstone's decoder). **Time:** about 65 minutes.
+# **Prerequisites:** notebooks 01–07 (the capstone's decoder). **Time:** about 75 minutes.
 #
 # **You will learn to**
 # - see on a timeline the host round trip per token that a graph per token leaves behind;
