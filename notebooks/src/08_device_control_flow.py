@@ -301,14 +301,15 @@ launches = (n + wasted) / k                       # k steps each, the last ones 
 k_trip = (1e6 * n / res["k_per_launch_tokens_per_s"] - (n + wasted) * S) / launches
 print(f"one step S = {S:.1f} µs; one graph per token's round trip R = {R:.1f} µs")
 print(f"{k} per launch: {launches:.0f} launches save {n - launches:.0f} round trips "
-      f"({(n - launches) * R:,.0f} µs) of a graph per token's; each of theirs takes "
-      f"{k_trip:.1f} µs ({launches * (k_trip - R):,.0f} µs more in all), and {wasted:.0f} step(s) "
-      f"ran past EOS ({wasted * S:,.0f} µs; {k - 1} would be {(k - 1) * S:,.0f} µs)")
+      f"of a graph per token's ({(n - launches) * R:,.0f} µs);")
+print(f"  each of its own takes {k_trip:.1f} µs ({launches * (k_trip - R):,.0f} µs more in all);")
+print(f"  {wasted:.0f} step(s) ran past EOS ({wasted * S:,.0f} µs; "
+      f"{k - 1} would be {(k - 1) * S:,.0f} µs)")
 loop_wall = 1e6 * n / res["device_loop_tokens_per_s"]
 stream_wall = 1e6 * n / res["device_loop_streaming_tokens_per_s"]
-print(f"device loop: {loop_wall:,.0f} µs until its host wakes; streaming loop: "
-      f"{stream_wall:,.0f} µs until its thread sees the last token "
-      f"({loop_wall - stream_wall:,.0f} µs sooner, once per generation)")
+print(f"device loop: {loop_wall:,.0f} µs until its host wakes")
+print(f"streaming loop: {stream_wall:,.0f} µs until its thread sees the last token, "
+      f"{loop_wall - stream_wall:,.0f} µs sooner")
 
 # %% [markdown]
 # Set the saved round trips against the other two costs: what is left is k per launch's whole
