@@ -251,6 +251,7 @@ if ks[same] == K:
     print(f"the same measurement twice (sweep / submit + sync): "
           f"{eager[same].median / costs['eager: submit + sync'].median:.2f}x")
 
+# %% [markdown]
 # ## Numba's share, measured: prepared launches
 #
 # How much of an eager launch is numba and how much is the driver? Take numba out of the loop:
