@@ -168,10 +168,12 @@ def measure(repeat: int = 5, m=None, stream=None, n_tokens: int = N_TOKENS) -> d
         "k_per_launch_wasted_steps": med["k_wasted"],
         "device_loop_stopped_at_eos": stopped,
         "eos": eos, "tokens": n, "tokens_match": match,
+        "kernels_per_token": m.cfg.kernels_per_token, "max_seq": m.cfg.max_seq,
     }
 
 
-def by_step_size(layers=(1, 2, 4), repeat: int = 5, n_tokens: int = N_TOKENS) -> list[dict]:
+def by_step_size(layers=(1, 2, 4), repeat: int = 5, n_tokens: int = N_TOKENS,
+                 max_seq: int = MAX_SEQ, measured: dict | None = None) -> list[dict]:
     """Where the device loop pays: one graph per token (a sync each), back to back and the
     device loop for models of ``layers`` layers (``15 * layers + 5`` kernels per step).
 
@@ -180,11 +182,20 @@ def by_step_size(layers=(1, 2, 4), repeat: int = 5, n_tokens: int = N_TOKENS) ->
     loop's gain grows as the step shrinks. Each generation makes ``n_tokens`` tokens (the loop
     stops at that limit, on the device). Medians over ``repeat`` interleaved rounds; each row's
     tokens are checked against numpy's.
+
+    ``measured``: a `measure` result of the same size (``max_seq`` positions, ``n_tokens``
+    tokens, seed 0); the row of its layer count is taken from it, not measured again, so one
+    configuration shows one figure wherever it appears.
     """
     s = labkit.Stream()
     out = []
     for n_layers in layers:
-        m = dec.make_model(seed=0, max_seq=MAX_SEQ, n_layers=n_layers)
+        m = dec.make_model(seed=0, max_seq=max_seq, n_layers=n_layers)
+        if measured is not None and (measured["kernels_per_token"], measured["tokens"],
+                                     measured["max_seq"]) == (m.cfg.kernels_per_token,
+                                                              min(n_tokens, max_seq), max_seq):
+            out.append(_row(n_layers, measured))
+            continue
         # the loop stops at the token limit: a one-layer model soon repeats one token, so an
         # end-of-sequence token would stop its generations after a handful of tokens
         n = min(n_tokens, m.cfg.max_seq)
@@ -202,11 +213,20 @@ def by_step_size(layers=(1, 2, 4), repeat: int = 5, n_tokens: int = N_TOKENS) ->
         loop.close()
         step_ex.close()
         med = {k: float(np.median(v)) for k, v in rows.items()}
-        out.append({"layers": n_layers, "kernels_per_token": m.cfg.kernels_per_token,
-                    "tokens": n, "graph_tokens_per_s": med["graph"],
-                    "graph_back_to_back_tokens_per_s": med["b2b"],
-                    "device_loop_tokens_per_s": med["loop"],
-                    "device_loop_vs_graph": med["loop"] / med["graph"],
-                    "device_loop_vs_back_to_back": med["loop"] / med["b2b"],
-                    "tokens_match": match})
+        out.append(_row(n_layers, {
+            "kernels_per_token": m.cfg.kernels_per_token, "tokens": n,
+            "graph_tokens_per_s": med["graph"], "graph_back_to_back_tokens_per_s": med["b2b"],
+            "device_loop_tokens_per_s": med["loop"], "tokens_match": match}))
     return out
+
+
+def _row(n_layers: int, r: dict) -> dict:
+    """One row of `by_step_size` from a measurement's figures (its own, or `measure`'s)."""
+    return {"layers": n_layers, "kernels_per_token": r["kernels_per_token"],
+            "tokens": r["tokens"], "graph_tokens_per_s": r["graph_tokens_per_s"],
+            "graph_back_to_back_tokens_per_s": r["graph_back_to_back_tokens_per_s"],
+            "device_loop_tokens_per_s": r["device_loop_tokens_per_s"],
+            "device_loop_vs_graph": r["device_loop_tokens_per_s"] / r["graph_tokens_per_s"],
+            "device_loop_vs_back_to_back": (r["device_loop_tokens_per_s"]
+                                            / r["graph_back_to_back_tokens_per_s"]),
+            "tokens_match": r["tokens_match"]}

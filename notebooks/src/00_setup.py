@@ -173,7 +173,10 @@ plt.show()
 
 # %% [markdown]
 # Look at the stream row: are the green kernels back to back, or separated by gaps? Notebook 01
-# measures those gaps. For scale, what one real GPU measured for the same pieces:
+# measures those gaps. For scale, what one real GPU measured for the pieces of one add_one +
+# synchronize. Add up the box's first three rows and set the sum beside the median you measured
+# above: the box says why yours is a little larger (and on a GPU, it may be a lot larger: your
+# host is not the H200's).
 
 # %%
 from labkit.course import reference

@@ -22,7 +22,7 @@
 # 5. Recognise the opposite case: long kernels, where the GPU is the bottleneck, the gaps vanish
 #    and a graph has little left to remove; and find the crossover between the two.
 #
-# About 50 minutes.
+# About 55 minutes.
 
 # %%
 import labkit            # first: it chooses the backend before numba.cuda is imported
@@ -217,6 +217,41 @@ claims.graph_launch_is_cheap_for_the_host(costs["graph: submit only"].median,
 # kernel's run time. The graph pays the host cost once per *graph*, and then the GPU runs the
 # kernels back to back.
 #
+# ### One eager launch, several figures
+#
+# You now have several figures for "one eager launch": the sweep's µs per kernel, the eager
+# timeline's step from one kernel's start to the next, and the submit-only and submit + sync rows
+# above. They differ, and each difference has a reason:
+#
+# - **What is counted.** Submit only is the launch call alone. Submit + sync adds the wait for
+#   the last kernel and the synchronize, shared by the K kernels: small at K = 200, most of the
+#   figure at K = 1 (the sweep's first row).
+# - **When it was measured.** A host does not run at one speed: it drifts, and falls into slow
+#   stretches (notebook 06 measures this, and how to compare through it). The sweep's K = 200 and
+#   the submit + sync row are the same measurement taken at two moments; their ratio is that drift.
+# - **How many, and traced or not.** The timeline's step is the median of 19 gaps in one traced
+#   run of 20 launches, a single moment of the host; on a GPU, tracing also makes each launch
+#   dearer (the note under the timeline says by how much).
+#
+# The cell lines them up; look for figures within a few tens of per cent of each other, and for
+# the reasons above in their order.
+
+# %%
+same = ks.index(K) if K in ks else len(ks) - 1          # the sweep's row at K, or its largest
+rows = {f"submit only, K={K}": costs["eager: submit only"].median,
+        f"submit + sync, K={K}": costs["eager: submit + sync"].median,
+        f"the sweep, K={ks[same]}": eager[same].median}
+if rec_eager.timeline.source != "events":
+    rows[f"the timeline's step, K={K_TL}, traced"] = step_e
+for name, us in rows.items():
+    print(f"{name:34} {us:6.2f} µs")
+print(f"{f'the sweep, K={ks[0]}..{ks[-1]}':34} {min(e.median for e in eager):6.2f} .. "
+      f"{max(e.median for e in eager):.2f} µs")
+if ks[same] == K:
+    print(f"the same measurement twice (sweep / submit + sync): "
+          f"{eager[same].median / costs['eager: submit + sync'].median:.2f}x")
+
+# %% [markdown]
 # ## Numba's share, measured: prepared launches
 #
 # How much of an eager launch is numba and how much is the driver? Take numba out of the loop:
@@ -289,7 +324,8 @@ if rec_prep.timeline.source != "events":
 # flow changes every time), and they can be captured too, becoming ordinary kernel nodes.
 #
 # For comparison with a real GPU, and with a launch from C++, which this course does not
-# measure:
+# measure. The C++ launch may sit a little above the prepared launch; the box says why one
+# should not read that as C++ being slower:
 
 # %%
 from labkit.course import reference

@@ -498,20 +498,29 @@ reference.note("03")
 # many iterations the graph has paid for its whole setup, or `None` if it never does. The
 # starting code misses part of the setup and divides by the wrong quantity.
 #
-# `check_pays_off` calls your function on a 10-kernel chain it measures itself, and on made-up
-# costs; the break-even itself or the whole number of iterations are both accepted.
+# `chain_costs()` measures a 10-kernel chain's phases and its eager iteration once, on this
+# machine; your cell prints what your function makes of them, and `check_pays_off` judges your
+# function on the same figures, then on made-up costs. The break-even itself or the whole number
+# of iterations are both accepted.
 
 # %% tags=["starter"]
+from labkit.course.exercises.nb03 import chain_costs
+
+
 def pays_off_after(ph, eager_us):
     setup = ph["instantiate"].median          # is that all the setup?
     return setup / eager_us                   # is a graph iteration free?
 
 
-eager10 = timing.measure(lambda: workloads.chain(10, x, s), sync=s, warmup=WARMUP, repeat=REPEAT).median
-print("the 10-kernel chain's graph pays off after", pays_off_after(phases[10], eager10), "iterations")
+ph10, eager10 = chain_costs()        # the chain the check judges your function on
+print(f"10-kernel chain: capture + instantiate + upload "
+      f"{sum(ph10[k].median for k in ('capture', 'instantiate', 'upload')):.0f} µs, "
+      f"graph iteration {ph10['steady_launch'].median:.1f} µs, eager iteration {eager10:.1f} µs")
+print("its graph pays off after", pays_off_after(ph10, eager10), "iterations")
 
 # %% tags=["solution"]
 import math
+from labkit.course.exercises.nb03 import chain_costs
 
 
 def pays_off_after(ph, eager_us):
@@ -522,8 +531,11 @@ def pays_off_after(ph, eager_us):
     return math.ceil(setup / saving)
 
 
-eager10 = timing.measure(lambda: workloads.chain(10, x, s), sync=s, warmup=WARMUP, repeat=REPEAT).median
-print("the 10-kernel chain's graph pays off after", pays_off_after(phases[10], eager10), "iterations")
+ph10, eager10 = chain_costs()        # the chain the check judges your function on
+print(f"10-kernel chain: capture + instantiate + upload "
+      f"{sum(ph10[k].median for k in ('capture', 'instantiate', 'upload')):.0f} µs, "
+      f"graph iteration {ph10['steady_launch'].median:.1f} µs, eager iteration {eager10:.1f} µs")
+print("its graph pays off after", pays_off_after(ph10, eager10), "iterations")
 
 # %% tags=["check"]
 from labkit.course.exercises.nb03 import check_pays_off

@@ -9,7 +9,7 @@
 # %% [markdown]
 # # 08 — Control flow on the device: conditional nodes
 #
-# **Prerequisites:** notebooks 01–07 (the capstone's decoder). **Time:** about 65 minutes.
+# **Prerequisites:** notebooks 01–07 (the capstone's decoder). **Time:** about 75 minutes.
 #
 # **You will learn to**
 # - see on a timeline the host round trip per token that a graph per token leaves behind;
@@ -39,7 +39,7 @@ stream = labkit.Stream()
 # and the next launch travels to the GPU.
 
 # %%
-model = dec.make_model(seed=0)
+model = dec.make_model(seed=0, max_seq=decode_bench.MAX_SEQ)   # the decode bench's decoder
 step_exec = dec.capture_step(model, stream)
 with timing.timeline("three tokens, one graph each") as rec:
     dec.generate_graph(model, 1, 3, stream, exec_=step_exec)
@@ -90,6 +90,61 @@ count_exec.launch(stream)
 stream.synchronize()
 print(g, "->", counter.copy_to_host()[0], "iterations in one launch")
 assert counter.copy_to_host()[0] == 50
+
+# %% [markdown]
+# ### The same WHILE node, call by call
+#
+# Here is what `conditional_graph()`, `condition()`, `while_loop()` and `body.capture()` do, with
+# the raw calls of the table, in cuda-python's names (`labkit.rt` is `cuda.bindings.runtime` on a
+# GPU, and the simulator's copy of it here). NVIDIA's `graphConditionalNodes` sample makes the same
+# calls in C++. Three things the wrapper hides: the node's parameters are a
+# `cudaGraphNodeParams` whose `conditional` member you fill; `cudaGraphAddNode` hands the empty body
+# back in that same struct (`conditional.phGraph_out`); and the kernel receives the handle as a
+# plain 64-bit integer.
+
+# %%
+from labkit import check, rt
+
+raw_counter = labkit.to_device(np.zeros(1, np.int64))
+raw_stream = check(rt.cudaStreamCreateWithFlags(rt.cudaStreamNonBlocking),
+                   "cudaStreamCreateWithFlags")
+graph = check(rt.cudaGraphCreate(0), "cudaGraphCreate")
+ASSIGN_DEFAULT = int(rt.cudaGraphConditionalHandleFlags.cudaGraphCondAssignDefault)
+handle = check(rt.cudaGraphConditionalHandleCreate(graph, 1, ASSIGN_DEFAULT),
+               "cudaGraphConditionalHandleCreate")      # default 1, reset at every launch
+
+params = rt.cudaGraphNodeParams()
+params.type = rt.cudaGraphNodeType.cudaGraphNodeTypeConditional
+params.conditional.handle = handle
+params.conditional.type = rt.cudaGraphConditionalNodeType.cudaGraphCondTypeWhile
+params.conditional.size = 1                             # a WHILE has one body
+node = check(rt.cudaGraphAddNode(graph, None, None, 0, params), "cudaGraphAddNode")
+body_graph = params.conditional.phGraph_out[0]          # the empty body, to fill
+
+# relaxed: a first launch that loads the kernel's module is allowed inside the capture
+check(rt.cudaStreamBeginCaptureToGraph(raw_stream, body_graph, None, None, 0,
+                                       rt.cudaStreamCaptureMode.cudaStreamCaptureModeRelaxed),
+      "cudaStreamBeginCaptureToGraph")
+count_to[1, 1, raw_stream](raw_counter, 50, np.uint64(int(handle)))
+check(rt.cudaStreamEndCapture(raw_stream), "cudaStreamEndCapture")
+
+graph_exec = check(rt.cudaGraphInstantiate(graph, 0), "cudaGraphInstantiate")
+check(rt.cudaGraphLaunch(graph_exec, raw_stream), "cudaGraphLaunch")
+check(rt.cudaStreamSynchronize(raw_stream), "cudaStreamSynchronize")
+print("raw calls ->", raw_counter.copy_to_host()[0], "iterations in one launch")
+assert raw_counter.copy_to_host()[0] == counter.copy_to_host()[0]
+
+check(rt.cudaGraphExecDestroy(graph_exec), "cudaGraphExecDestroy")
+check(rt.cudaGraphDestroy(graph), "cudaGraphDestroy")       # the body goes with its node
+check(rt.cudaStreamDestroy(raw_stream), "cudaStreamDestroy")
+
+# %% [markdown]
+# Both counted to 50 in one launch. The wrapper adds what these lines leave to you: it refuses a
+# second node on one condition before CUDA does, its errors say what to change (a body that
+# holds a host function or an allocation is named as the reason instantiate failed), and it holds
+# numba's deferred frees during the capture, so an array collected in an earlier cell is not
+# freed inside it (notebook 09 shows why that matters). From here on, the course uses the
+# wrapper.
 
 # %% [markdown]
 # ## 3. IF, IF/ELSE and SWITCH
@@ -216,6 +271,53 @@ claims.loop_near_back_to_back(res["device_loop_tokens_per_s"],
 # host does not sleep: a thread watches for tokens (section 5). On the left, the device loop
 # comes close to back to back, the most the GPU can do.
 #
+# ### Two rows to take apart
+#
+# Two bars on the left deserve a second look. **k per launch** makes one launch and one wait per
+# k tokens instead of per token, yet it is barely faster than a graph per token, and with an
+# unlucky EOS it is slower. The **streaming loop** does more work per token than the plain device
+# loop (it also publishes each token), yet it comes out ahead. Both follow from what each row runs
+# that the others do not, and from when its clock stops. `S`, the GPU time of one step, is back to
+# back's time per token; `R`, one graph per token's round trip, is what it adds to `S`.
+#
+# - **k per launch** saves a round trip on every token but the last of each launch. It pays in
+#   two ways. The host finds EOS only when a launch is done, so the last launch runs the steps
+#   after EOS that its k-step graph holds, each a whole step of GPU work: up to k − 1 of them,
+#   depending on where EOS falls. And each launch copies its k tokens back, so its round trip is
+#   longer than `R`. When a step is long beside a round trip, as in this decoder, a single wasted
+#   step costs as much as many saved round trips.
+# - **The device loop's** host sleeps in `cudaEventSynchronize` on a `cudaEventBlockingSync`
+#   event: the operating system wakes it some time after the GPU is done, and the clock stops only
+#   then. The streaming loop's clock stops when its watching thread, which spins, sees the last
+#   token: no wake-up, and not even the end of the graph. The lead is the price of the device
+#   loop's nearly idle host, paid once per generation.
+
+# %%
+n, k = res["tokens"], res["k_per_launch"]
+S = 1e6 / res["graph_back_to_back_tokens_per_s"]
+R = 1e6 / res["graph_tokens_per_s"] - S
+wasted = res["k_per_launch_wasted_steps"]
+launches = (n + wasted) / k                       # k steps each, the last ones past EOS
+k_trip = (1e6 * n / res["k_per_launch_tokens_per_s"] - (n + wasted) * S) / launches
+print(f"one step S = {S:.1f} µs; one graph per token's round trip R = {R:.1f} µs")
+print(f"{k} per launch: {launches:.0f} launches save {n - launches:.0f} round trips "
+      f"of a graph per token's ({(n - launches) * R:,.0f} µs);")
+print(f"  each of its own takes {k_trip:.1f} µs ({launches * (k_trip - R):,.0f} µs more in all);")
+print(f"  {wasted:.0f} step(s) ran past EOS ({wasted * S:,.0f} µs; "
+      f"{k - 1} would be {(k - 1) * S:,.0f} µs)")
+loop_wall = 1e6 * n / res["device_loop_tokens_per_s"]
+stream_wall = 1e6 * n / res["device_loop_streaming_tokens_per_s"]
+print(f"device loop: {loop_wall:,.0f} µs until its host wakes")
+print(f"streaming loop: {stream_wall:,.0f} µs until its thread sees the last token, "
+      f"{loop_wall - stream_wall:,.0f} µs sooner")
+
+# %% [markdown]
+# Set the saved round trips against the other two costs: what is left is k per launch's whole
+# gain, and the worst case of k − 1 wasted steps would take most or all of it. A shorter step, or
+# a longer generation, is where k per launch pulls ahead. The streaming loop's lead is one wake-up
+# per generation, and it pays for it in host CPU, the right-hand bars: the watching thread spins
+# all the while.
+#
 # ### Where the tokens/s gain comes from, and its ceiling
 #
 # Per token, with a step of `S` µs of GPU work (what back to back runs at):
@@ -227,10 +329,13 @@ claims.loop_near_back_to_back(res["device_loop_tokens_per_s"],
 #
 # So the loop's gain over one graph per token is `(S + R) / (S + W)`: it grows as the step
 # shrinks, and it can never pass `R / W`. The cell below measures `R` and `W` from the rows,
-# for the decoder with 1, 2 and 4 layers (20, 35 and 65 kernels per token).
+# for the decoder with 1, 2 and 4 layers (20, 35 and 65 kernels per token), each making as many
+# tokens as above. The 4-layer decoder is the one you just measured: its row is 08-2's figures,
+# not a second measurement, so the two agree.
 
 # %%
-sweep = decode_bench.by_step_size((1, 2, 4), repeat=3)
+sweep = decode_bench.by_step_size((1, 2, 4), repeat=3, n_tokens=res["tokens"],
+                                  max_seq=model.cfg.max_seq, measured=res)
 assert all(row["tokens_match"] for row in sweep), "a decoder's tokens differ from numpy's"
 print(f"{'kernels':>7} {'S µs':>7} {'R µs':>6} {'W µs':>6} {'loop / graph per token':>23}")
 for row in sweep:
@@ -278,7 +383,8 @@ show.source(dl.advance_stop_publish, dl.StreamingLoop.run)
 #
 # The figure compares when each token reaches the host: one graph per token (a sync each), k
 # steps per launch (the host reads k tokens after each launch), the device loop (everything at
-# the end) and the streaming loop.
+# the end) and the streaming loop. It is one generation of each, drawn in its colour from 08-2;
+# their tokens/s are 08-2's, over several rounds, and this cell does not print them again.
 
 # %%
 limit = model.cfg.max_seq
@@ -294,25 +400,32 @@ with dl.build(model, stream) as whole:
     wr = whole.run(1, limit, eos)
 arrivals = {"graph per token": np.cumsum(g1.token_us), f"{k} per launch": kr.arrival_us,
             "device loop": np.full(len(wr.tokens), wr.wall_us), "streaming loop": st.arrival_us}
+color = dict(zip(rows, plot.colors_for(list(rows))))          # each row's colour in 08-2
 step_us = 1e6 / res["graph_back_to_back_tokens_per_s"]
-print(f"{'':16s} {'first token µs':>15s} {'gap p50 µs':>11s} {'gap p99 µs':>11s} "
-      f"{'tokens/s':>9s}")
+print(f"{'':16s} {'first token µs':>15s} {'gap p50 µs':>11s} {'gap p99 µs':>11s}")
 for name, t in arrivals.items():
     gaps = np.diff(t)
     print(f"{name:16s} {t[0]:15.0f} {np.percentile(gaps, 50):11.1f} "
-          f"{np.percentile(gaps, 99):11.1f} {1e6 * len(t) / t[-1]:9,.0f}")
+          f"{np.percentile(gaps, 99):11.1f}")
 print(f"streaming: {len(st.tokens)} tokens equal numpy's, stopped at EOS; {k} per launch ran "
       f"{kr.wasted} step(s) past EOS")
 with plot.style():
-    fig, ax = plt.subplots(figsize=(8, 4.6))
-for name, t in arrivals.items():
-    ax.step(np.r_[0.0, t] / 1e3, np.arange(len(t) + 1), where="post", label=name)
+    fig, (ax, zoom) = plt.subplots(1, 2, figsize=(12, 4.6))
+first = 3 * k                                            # the first few tokens, close up
+for a in (ax, zoom):
+    for name, t in arrivals.items():
+        a.step(np.r_[0.0, t] / 1e3, np.arange(len(t) + 1), where="post", label=name,
+               color=color[name])
+    a.set_xlabel("time since the generation's first launch (ms)")
 ax.set_xlim(0, None)
 ax.set_ylim(0, None)
-ax.set_xlabel("time since the generation's first launch (ms)")
+zoom.set_xlim(0, 1.05 * first * step_us / 1e3)
+zoom.set_ylim(0, first + 1)
 ax.set_ylabel("tokens the host has")
-ax.set_title(f"08-4 When each token reaches the host ({labkit.provenance()})", fontsize=10)
+ax.set_title(f"the whole generation, {len(st.tokens)} tokens", fontsize=10)
+zoom.set_title(f"its first {first} tokens", fontsize=10)
 ax.legend(fontsize=9)
+fig.suptitle(f"08-4 When each token reaches the host ({labkit.provenance()})", fontsize=11)
 plt.show()
 claims.stream_is_steady(float(np.median(st.inter_token_us)), step_us)
 live.close()

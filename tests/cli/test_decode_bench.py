@@ -63,3 +63,24 @@ def test_the_cli_verb_prints_the_rows_and_their_json(res, monkeypatch, capsys):
     for key in ("device_loop_streaming_tokens_per_s", "device_loop_streaming_inter_token_us_p50",
                 "device_loop_streaming_inter_token_us_p99"):
         assert got[key] == res[key]
+
+
+def test_a_step_size_row_of_the_measured_size_is_the_measurements_own(res):
+    # the 4-layer model that measure() ran is not measured again: one configuration, one figure
+    rows = decode_bench.by_step_size((1, 4), repeat=1, n_tokens=res["tokens"],
+                                     max_seq=res["max_seq"], measured=res)
+    one, four = rows
+    assert four["kernels_per_token"] == res["kernels_per_token"] == 65
+    for key in ("graph_tokens_per_s", "graph_back_to_back_tokens_per_s",
+                "device_loop_tokens_per_s", "device_loop_vs_graph"):
+        assert four[key] == res[key], key
+    # the other size is measured, at the same size of generation
+    assert one["kernels_per_token"] == 20 and one["tokens"] == res["tokens"]
+    assert one["tokens_match"] and one["graph_tokens_per_s"] != res["graph_tokens_per_s"]
+
+
+def test_a_measurement_of_another_size_is_not_taken_for_a_step_size_row(res):
+    rows = decode_bench.by_step_size((4,), repeat=1, n_tokens=res["tokens"] - 1,
+                                     max_seq=res["max_seq"], measured=res)
+    assert rows[0]["tokens"] == res["tokens"] - 1
+    assert rows[0]["graph_tokens_per_s"] != res["graph_tokens_per_s"]

@@ -1,13 +1,11 @@
 """Notebook 03's check measures the costs itself, accepts the break-even or the whole number of
-iterations, and rejects each usual wrong answer with its own explanation."""
+iterations, rejects each usual wrong answer with its own explanation, and judges the figures
+the exercise cell prints."""
 import math
 
 import labkit  # noqa: F401  (before numba.cuda)
-import numpy as np
 import pytest
 
-from labkit import timing
-from labkit.course import workloads
 from labkit.course.exercises import nb03
 from labkit.course.exercises.nb03 import check_pays_off
 from tests.notebook_sources import run_cell
@@ -25,7 +23,7 @@ def _answer(setup, saving, whole=True):
 
 def test_accepts_the_whole_number_of_iterations(capsys):
     check_pays_off(lambda ph, e: _answer(_setup(ph), e - ph["steady_launch"].median))
-    assert capsys.readouterr().out.startswith("correct. Measured just now, the 10-kernel chain")
+    assert capsys.readouterr().out.startswith("correct. The 10-kernel chain of chain_costs()")
 
 
 def test_accepts_the_break_even_itself():
@@ -140,7 +138,7 @@ def test_rejects_a_number_fitted_to_the_made_up_graph_alone():
         if ph["capture"].median == nb03.MADE_UP["capture"]:
             return _answer(_setup(ph), e - ph["steady_launch"].median)
         return 1000
-    with pytest.raises(AssertionError, match=r"^for the 10-kernel chain measured just now your "
+    with pytest.raises(AssertionError, match=r"^for the 10-kernel chain of chain_costs\(\) your "
                                              r"function gives 1000, which is not the break-even"):
         check_pays_off(fitted)
 
@@ -160,23 +158,24 @@ def test_the_made_up_costs_give_every_mistake_its_own_answer():
 
 
 def _notebooks_exercise(role):
-    """The notebook's starter or solution cell, then its check, on a measured 10-node chain."""
-    s = labkit.Stream()
-    x = labkit.to_device(np.zeros(1024, np.float32))
-    phases = {10: timing.graph_phases(lambda st: workloads.chain(10, x, st), s, repeat=3, steady=10)}
-    ns = {"phases": phases, "timing": timing, "workloads": workloads, "x": x, "s": s,
-          "WARMUP": 1, "REPEAT": 3}
-    return run_cell("03", "check", run_cell("03", role, ns))
+    """The notebook's starter or solution cell, then its check (on the chain of chain_costs)."""
+    return run_cell("03", "check", run_cell("03", role, {}))
 
 
 def test_accepts_the_notebooks_solution(capsys):
     ns = _notebooks_exercise("solution")
-    assert "correct. Measured just now, the 10-kernel chain" in capsys.readouterr().out
-    paid = ns["pays_off_after"](ns["phases"][10], ns["eager10"])
+    assert "correct. The 10-kernel chain of chain_costs()" in capsys.readouterr().out
+    paid = ns["pays_off_after"](ns["ph10"], ns["eager10"])
     assert isinstance(paid, int) and paid > 0, paid
 
 
-def test_rejects_the_notebooks_starter():
-    with pytest.raises(AssertionError, match=r"you divided the setup by the eager iteration's cost, "
-                                             r"as the starting code does"):
-        _notebooks_exercise("starter")
+def test_the_exercise_cell_prints_the_figures_the_check_judges(capsys):
+    _notebooks_exercise("solution")
+    setup_line, paid_line, verdict = capsys.readouterr().out.strip().splitlines()[-3:]
+    ph, eager = nb03.chain_costs()
+    setup = _setup(ph)
+    paid = math.ceil(setup / (eager - ph["steady_launch"].median))
+    assert setup_line.endswith(f"{setup:.0f} µs, graph iteration "
+                               f"{ph['steady_launch'].median:.1f} µs, eager iteration {eager:.1f} µs")
+    assert paid_line == f"its graph pays off after {paid} iterations"
+    assert f"setup {setup:.0f} µs" in verdict and f"paid off after {paid} iterations" in verdict

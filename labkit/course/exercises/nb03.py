@@ -4,8 +4,9 @@ The learner writes ``pays_off_after(ph, eager_us)``: given a graph's phases (a d
 `labkit.timing.graph_phases` returns them) and the cost of one eager iteration, after how many
 iterations has the graph paid for its setup (None if never)? The check calls that function
 on costs it measures itself (a 10-kernel chain: its phases and its eager iteration, on this
-machine, now) and on made-up phases chosen so that each usual mistake gives its own answer.
-It takes no figure from the learner's cells, so no hand-set number can pass it.
+machine, by `chain_costs`) and on made-up phases chosen so that each usual mistake gives its own
+answer. It takes no figure from the learner's cells, so no hand-set number can pass it; the
+learner's cell calls `chain_costs` too, so what it prints is what the check judges.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from labkit import timing
 from labkit.measure.stats import Stats
 from labkit.course import workloads
 
-__all__ = ["check_pays_off", "MADE_UP", "MADE_UP_EAGER_US", "NEVER_EAGER_US", "EVEN_EAGER_US"]
+__all__ = ["check_pays_off", "chain_costs", "MADE_UP", "MADE_UP_EAGER_US", "NEVER_EAGER_US", "EVEN_EAGER_US"]
 
 #: A made-up graph whose setup parts and launch costs are far enough apart that each usual
 #: mistake gives a different answer (µs). Setup 2,050, saving 200 per iteration: 10.25, so 11.
@@ -128,14 +129,29 @@ def _judge(fn, values: dict, eager: float, where: str) -> None:
                          "find the n at which setup + n × graph iteration = n × eager iteration")
 
 
+_CHAIN: dict = {}      # the chain's costs, measured once per process (see chain_costs)
+
+
+def chain_costs(k: int = 10):
+    """The ``k``-kernel chain the check judges with: its graph's phases (a dict of Stats, as
+    `labkit.timing.graph_phases` returns them) and one eager iteration's median (µs).
+
+    Measured on this machine at the first call, then kept: the learner's cell and the check
+    both call it, so the figure the cell prints is the one the check compares with.
+    """
+    if k not in _CHAIN:
+        s = labkit.Stream()
+        x = labkit.to_device(np.zeros(1024, np.float32))
+        ph = timing.graph_phases(lambda st: workloads.chain(k, x, st), s, repeat=3, steady=10)
+        sz = workloads.sizes()
+        eager = timing.measure(lambda: workloads.chain(k, x, s), sync=s, warmup=sz["warmup"],
+                               repeat=sz["repeat"]).median
+        _CHAIN[k] = (ph, eager)
+    return _CHAIN[k]
+
+
 def _measure_chain(k: int = 10):
-    """The phases of a ``k``-kernel chain's graph and one eager iteration of it, measured now."""
-    s = labkit.Stream()
-    x = labkit.to_device(np.zeros(1024, np.float32))
-    ph = timing.graph_phases(lambda st: workloads.chain(k, x, st), s, repeat=3, steady=10)
-    sz = workloads.sizes()
-    eager = timing.measure(lambda: workloads.chain(k, x, s), sync=s, warmup=sz["warmup"],
-                           repeat=sz["repeat"]).median
+    ph, eager = chain_costs(k)
     return {name: st.median for name, st in ph.items()}, eager
 
 
@@ -154,9 +170,9 @@ def check_pays_off(pays_off_after) -> None:
     _judge(pays_off_after, MADE_UP, EVEN_EAGER_US, "the same made-up graph against an eager "
            "iteration of 150 µs, exactly its steady launch")
     values, eager = _measure_chain(10)
-    where = "the 10-kernel chain measured just now"
+    where = "the 10-kernel chain of chain_costs()"
     _judge(pays_off_after, values, eager, where)
     setup, saving = _setup(values), eager - values["steady_launch"]
-    print(f"correct. Measured just now, the 10-kernel chain: setup {setup:.0f} µs, each iteration "
+    print(f"correct. The 10-kernel chain of chain_costs(): setup {setup:.0f} µs, each iteration "
           f"saves {saving:.0f} µs, so its graph has paid off after {math.ceil(setup / saving)} "
           f"iterations ({setup / saving:.2f})")
