@@ -182,16 +182,24 @@ def _dismiss_dialogs(page) -> None:
 
     Seen in CI once: a jp-Dialog intercepted the click on the Run menu. Accepting takes the
     dialog's default (for a kernel choice, the notebook's own python3 kernel)."""
-    for _ in range(3):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(6):
         dialog = page.locator(".jp-Dialog")
         if not dialog.count() or not dialog.first.is_visible():
             return
         accept = dialog.locator(".jp-Dialog-button.jp-mod-accept")
-        if accept.count():
+        if accept.count() and attempt < 3:
             accept.first.click()
-        else:
+        else:                   # a dialog that stays after its accept (on a loaded machine)
             page.keyboard.press("Escape")
-        page.wait_for_function("() => !document.querySelector('.jp-Dialog')")
+        try:
+            page.wait_for_function("() => !document.querySelector('.jp-Dialog')", timeout=10_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    text = page.locator(".jp-Dialog").first.inner_text()[:300]
+    pytest.fail(f"a JupyterLab dialog would not close: {text!r}")
 
 
 # Every code cell has a prompt; "[*]:" while queued or running, "[3]:" once run, "[ ]:" never.
