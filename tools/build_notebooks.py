@@ -26,6 +26,7 @@ notebook's name and the cell's position, so a build changes only what the source
 from __future__ import annotations
 
 import argparse
+import ast
 import re
 import sys
 from pathlib import Path
@@ -183,6 +184,31 @@ def read_source(path: Path) -> nbformat.NotebookNode:
     return without_links(nb, path)
 
 
+def without_claims(source: str) -> str:
+    """A code cell as the learner reads it: without the course's claim checks (``claims.x(...)``
+    statements and the import of ``claims``). They check the prose on this machine, which is
+    the tests' business: the solution notebook keeps them, and the suite runs it strictly."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source          # magics and the like: left as they are
+    drop = set()
+    for node in ast.walk(tree):
+        is_claim = (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+                    and isinstance(node.value.func, ast.Attribute)
+                    and isinstance(node.value.func.value, ast.Name)
+                    and node.value.func.value.id == "claims")
+        is_import = (isinstance(node, ast.ImportFrom)
+                     and [a.asname or a.name for a in node.names] == ["claims"])
+        if is_claim or is_import:
+            drop.update(range(node.lineno, node.end_lineno + 1))
+    if not drop:
+        return source
+    kept = "\n".join(line for i, line in enumerate(source.split("\n"), 1) if i not in drop)
+    ast.parse(kept)            # a block left empty would be a SyntaxError: say so at build time
+    return kept.rstrip("\n")
+
+
 def cells_for(nb: nbformat.NotebookNode, role: str) -> list[nbformat.NotebookNode]:
     """The source's cells as the ``learner`` or the ``solution`` notebook holds them."""
     drop = "solution" if role == "learner" else "starter"
@@ -196,7 +222,8 @@ def cells_for(nb: nbformat.NotebookNode, role: str) -> list[nbformat.NotebookNod
         if cell.cell_type == "markdown":
             new = nbformat.v4.new_markdown_cell(cell.source)
         else:
-            new = nbformat.v4.new_code_cell(cell.source)
+            new = nbformat.v4.new_code_cell(
+                without_claims(cell.source) if role == "learner" else cell.source)
         if tags:
             new.metadata["tags"] = tags
         out.append(new)

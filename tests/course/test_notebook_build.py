@@ -148,3 +148,20 @@ def test_every_notebook_chooses_one_figure_for_the_index():
     counts = {src.name: sum("key-figure" in _tags(c) for c in tool.read_source(src).cells)
               for src in tool.sources()}
     assert all(n == 1 for n in counts.values()), counts
+
+
+def test_learner_notebooks_hold_no_claim_checks_and_solutions_keep_them():
+    """The claim checks (the prose held against this machine's figures) are the tests' business:
+    the learner's code cells have none, the solution notebook (run strictly by the suite) keeps
+    every one."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2] / "notebooks"
+    kept = 0
+    for learner in sorted(root.glob("[0-9][0-9]_*.ipynb")):
+        code = [c.source for c in nbformat.read(learner, as_version=4).cells
+                if c.cell_type == "code"]
+        assert not any("claims." in s or "import" in s and " claims" in s for s in code), learner
+        solution = root / "solutions" / f"{learner.stem}_solution.ipynb"
+        kept += sum(s.count("claims.") for s in (
+            c.source for c in nbformat.read(solution, as_version=4).cells if c.cell_type == "code"))
+    assert kept >= 50
