@@ -5,6 +5,9 @@
   kernel that reads each element once, adds 1.0 ``k`` times in a register and writes it once
   (its docstring says why it is written as it is).
 * `fusion_sizes`: array size and repeats for the fusion comparison.
+* `negate` (02) and `bump` (06): small kernels that the notebook launches first, to time a
+  kernel's first launch (compilation and module load) against its second;
+* `rows_step` (05): ``x[:n] += iters`` from a fixed grid, so its time grows with ``n``.
 """
 from __future__ import annotations
 
@@ -16,7 +19,8 @@ from ..backend import course_size
 from ..measure.timing import gpu_measure
 from .._kernel import kernel
 
-__all__ = ["preprocess", "infer_step", "add_k", "request_reference", "fusion_sizes", "kernel_gpu_us"]
+__all__ = ["preprocess", "infer_step", "add_k", "request_reference", "fusion_sizes", "kernel_gpu_us",
+           "negate", "bump", "rows_step"]
 
 
 def _n(grid, block, *arrays):
@@ -121,3 +125,46 @@ def kernel_gpu_us(launch, stream, k: int = 10, repeat: int = 5) -> float:
     with cap.graph as g, g.instantiate(upload_stream=stream) as ex:
         return gpu_measure(lambda: ex.launch(stream), stream, per=k, warmup=1,
                            repeat=repeat).median
+
+
+def _negate_ref(grid, block, a):
+    n = _n(grid, block, a)
+    a.reshape(-1)[:n] = -a.reshape(-1)[:n]
+
+
+@kernel(reference=_negate_ref)
+def negate(a):
+    i = cuda.grid(1)
+    if i < a.size:
+        a[i] = -a[i]
+
+
+def _bump_ref(grid, block, x):
+    n = _n(grid, block, x)
+    x.reshape(-1)[:n] += np.float32(2.0)
+
+
+@kernel(reference=_bump_ref)
+def bump(x):
+    i = cuda.grid(1)
+    if i < x.size:
+        x[i] += 2.0
+
+
+def _rows_ref(grid, block, x, n, iters):
+    x.reshape(-1)[:n] += x.dtype.type(iters)
+
+
+def _rows_cost(P, grid, block, x, n, iters):
+    passes = -(-n // (grid[0] * block[0]))           # elements each thread handles
+    return P("kernel_us") + passes * iters * P("busy_ns_per_iter") / 1000.0
+
+
+@kernel(reference=_rows_ref, cost=_rows_cost)
+def rows_step(x, n, iters):
+    """x[:n] += iters; a fixed grid walks the n elements, so the time grows with n."""
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        v = x[i]
+        for _ in range(iters):
+            v += 1.0
+        x[i] = v

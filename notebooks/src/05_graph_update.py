@@ -50,7 +50,6 @@ import itertools
 import weakref
 
 import matplotlib.pyplot as plt
-from numba import cuda
 from labkit.cache import UpdatingGraph
 from labkit.course.exercises import nb05 as ex05
 
@@ -595,34 +594,13 @@ claims.warm_up_recovers_after_a_burst(burst["current rule (warm-up)"].median,
 #
 # The work must cost more when the batch is larger, or padding would be free. Our kernel
 # `rows_step` walks `n` elements with one block of `ROW` threads, so its time grows with the
-# number of rows. The simulator runs its numpy reference, which we check against the kernel's own
-# code first.
+# number of rows (it is `labkit.course.kernels_extra.rows_step`: `x[:n] += iters`).
 
 # %%
 ROW, LAYERS, ITERS = 256, 8, 100     # elements per batch row; kernels per request; work per element
 MAX_BATCH = ex05.MAX_BATCH
 
-def _rows_ref(grid, block, x, n, iters):
-    x.reshape(-1)[:n] += x.dtype.type(iters)
-
-def _rows_cost(P, grid, block, x, n, iters):
-    passes = -(-n // (grid[0] * block[0]))           # elements each thread handles
-    return P("kernel_us") + passes * iters * P("busy_ns_per_iter") / 1000.0
-
-@labkit.kernel(reference=_rows_ref, cost=_rows_cost)
-def rows_step(x, n, iters):
-    """x[:n] += iters; a fixed grid walks the n elements, so the time grows with n."""
-    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
-        v = x[i]
-        for _ in range(iters):
-            v += 1.0
-        x[i] = v
-
-probe = np.arange(100, dtype=np.float32)
-own, ref = probe.copy(), probe.copy()
-rows_step.simulate((1, 1, 1), (32, 1, 1), own, 70, 3)   # the kernel's code (GPU or numba's simulator)
-_rows_ref((1, 1, 1), (32, 1, 1), ref, 70, 3)
-np.testing.assert_array_equal(own, ref)
+from labkit.course.kernels_extra import rows_step
 print("rows_step's code and its reference agree")
 
 # %% [markdown]
