@@ -89,9 +89,9 @@ class Kernel:
             pass
         return launch
 
-    def prepare(self, grid, block, stream, *args):
+    def prepare(self, grid, block, stream, *args, programmatic: bool = False):
         """Prepare a launch once, launch it many times: see `labkit.prepare`."""
-        return PreparedLaunch(self, grid, block, stream, args)
+        return PreparedLaunch(self, grid, block, stream, args, programmatic)
 
     def params(self, grid, block, *args) -> LaunchParams:
         """Build ``self[grid, block](*args)``'s parameter block once: see `labkit.LaunchParams`."""

@@ -151,12 +151,14 @@ class PreparedLaunch:
 
     ``p()`` launches again with the same arguments; ``p(*args)`` rebinds them first (checked
     against what was prepared) and launches. Made by `prepare` or ``Kernel.prepare``.
+    ``programmatic``: each launch has programmatic stream serialization (PDL, see `prepare`).
     """
 
-    def __init__(self, k, grid, block, stream, args):
+    def __init__(self, k, grid, block, stream, args, programmatic=False):
         self.params = LaunchParams(k, grid, block, args)
         self.kernel, self.grid, self.block = k, self.params.grid, self.params.block
         self.stream = stream
+        self.programmatic = bool(programmatic)
         self._h = stream_handle(stream)
 
     @property
@@ -179,18 +181,29 @@ class PreparedLaunch:
         p = self.params
         if _capstack.open_count and _capstack.record(p.kernel, p.grid, p.block, p.args):
             return                     # the eager switch: recorded, not launched
-        p.native.launch(self._h)
+        p.native.launch(self._h, self.programmatic)
         if rec is not None:
             rec.add(f"prepared {self.kernel.name}", "launch", t0)
         if _capstack.open_count:   # the graph refers to these buffers: keep them alive with it
             _capstack.keep(p.args, p.kernel)
 
 
-def prepare(k, grid, block, stream, *args) -> PreparedLaunch:
+def prepare(k, grid, block, stream, *args, programmatic: bool = False) -> PreparedLaunch:
     """Prepare ``k[grid, block, stream](*args)`` once; call the result to launch it.
 
     >>> p = labkit.prepare(add_one, 4, 256, s, x)
     >>> for _ in range(200):
     ...     p()                    # one cuLaunchKernel each, no numba dispatch
+
+    ``programmatic=True`` launches with programmatic stream serialization (programmatic
+    dependent launch, PDL): the driver's ``cuLaunchKernelEx`` with
+    ``CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION``, so the kernel may start before
+    the kernel before it in the stream has ended (compute capability 9.0 and newer), and
+    captured, its edge from that kernel is a programmatic edge. numba's ``k[grid, block,
+    stream](...)`` cannot ask for it (numba-cuda 0.30 builds its cuda.core ``LaunchConfig``
+    without the attribute), nor can cuda-bindings' runtime module (it has no
+    ``cudaLaunchKernelEx``). A numba kernel cannot wait for its predecessor's writes
+    (``cudaGridDependencySynchronize``): use it only where the kernel does not read what the
+    kernel before it writes. Under labkit's eager switch the launch is recorded as a plain one.
     """
-    return PreparedLaunch(k, grid, block, stream, args)
+    return PreparedLaunch(k, grid, block, stream, args, programmatic)

@@ -24,8 +24,10 @@ class KernelParamBlock(Protocol):
     func: Any                 # the function the block launches (CUfunction, or the simulator's)
     node_params: Any          # the kernel-node parameter struct the graph calls take
 
-    def launch(self, stream: int) -> None:
-        """One launch of the block on ``stream`` (a raw handle): a prepared launch."""
+    def launch(self, stream: int, programmatic: bool = False) -> None:
+        """One launch of the block on ``stream`` (a raw handle): a prepared launch;
+        ``programmatic``: with programmatic stream serialization (PDL), the driver's
+        ``cuLaunchKernelEx`` with ``CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION``."""
 
     def set_node(self, node) -> int:
         """Make graph node ``node`` launch this block; the error code."""

@@ -173,6 +173,21 @@ def _function(handle: int):
     return func if not err else driver.CUfunction(handle)
 
 
+def _pdl_config(grid, block, stream):
+    """A ``CUlaunchConfig`` with one attribute, programmatic stream serialization (PDL): the
+    kernel may start before the kernel before it in ``stream`` ends (compute capability 9.0 and
+    newer; cuda-bindings' runtime module has no ``cudaLaunchKernelEx``, so the driver's)."""
+    attr = driver.CUlaunchAttribute()
+    attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    attr.value.programmaticStreamSerializationAllowed = 1
+    cfg = driver.CUlaunchConfig()
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+    cfg.sharedMemBytes, cfg.hStream = 0, stream
+    cfg.attrs, cfg.numAttrs = [attr], 1
+    return cfg
+
+
 class KernelParams:
     """``kernel[grid, block](*args)`` as the driver sees it, built once.
 
@@ -197,14 +212,18 @@ class KernelParams:
         self.node_params = p
         self._streams = {}
 
-    def launch(self, stream: int):
-        """One ``cuLaunchKernel`` with this block on ``stream`` (a raw handle)."""
+    def launch(self, stream: int, programmatic: bool = False):
+        """One ``cuLaunchKernel`` with this block on ``stream`` (a raw handle); with
+        ``programmatic``, ``cuLaunchKernelEx`` with programmatic stream serialization (PDL)."""
         s = self._streams.get(stream)
         if s is None:
             s = self._streams[stream] = driver.CUstream(stream)
         g, b = self.grid, self.block
-        err, = driver.cuLaunchKernel(self.func, g[0], g[1], g[2], b[0], b[1], b[2], 0, s,
-                                     self.address, 0)
+        if programmatic:
+            err, = driver.cuLaunchKernelEx(_pdl_config(g, b, s), self.func, self.address, 0)
+        else:
+            err, = driver.cuLaunchKernel(self.func, g[0], g[1], g[2], b[0], b[1], b[2], 0, s,
+                                         self.address, 0)
         if err:
             raise CudaError(int(err), f"prepared launch of {self.name}")
 

@@ -290,9 +290,9 @@ class KernelParams:
         self._values = tuple(_param(a) for a in args)
         self.node_params = _hooks.kernel_node_params(self.func, grid, block, self._values)
 
-    def launch(self, stream: int):
+    def launch(self, stream: int, programmatic: bool = False):
         err = _hooks.launch(self.func, self.grid, self.block, self._values, stream,
-                            P("prepared_launch_us"))
+                            P("prepared_launch_us"), programmatic)
         if int(err):
             raise CudaError(err, f"prepared launch of {self.name}")
 

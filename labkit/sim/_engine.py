@@ -58,7 +58,7 @@ class Op:
     """
 
     __slots__ = ("name", "row", "start", "end", "begin", "writes", "accesses", "ended", "key",
-                 "tick", "vc", "now", "static_writes")
+                 "tick", "vc", "now", "static_writes", "pdl_primary")
 
     def __init__(self, name, row, start, end, begin, order=None):
         self.name, self.row, self.start, self.end, self.begin = name, row, start, end, begin
@@ -66,6 +66,7 @@ class Op:
         self.now = None             # the same work done in place, when nothing can see between
         self.static_writes = None   # what it may write, for the race report (None: what it did)
         self.key, self.tick, self.vc = None, 0, None    # what orders it (`labkit.sim._races`)
+        self.pdl_primary = None     # the kernel a programmatic launch may overlap
 
 
 def schedule(op: Op) -> Op:

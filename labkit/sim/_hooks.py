@@ -151,9 +151,12 @@ def function_name(func: int) -> str | None:
     return None if fn is None else fn.name
 
 
-def launch(func: int, grid, block, params: tuple, stream: int, host_cost_us: float):
+def launch(func: int, grid, block, params: tuple, stream: int, host_cost_us: float,
+           programmatic: bool = False):
     """``cuLaunchKernel`` of a registered function; the launch costs ``host_cost_us`` of host
-    time in all (numba's dispatch included). Returns a cudaError_t."""
+    time in all (numba's dispatch included). ``programmatic``: ``cuLaunchKernelEx`` with
+    ``CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`` set (`labkit.sim._work.submit`).
+    Returns a cudaError_t."""
     s = S.stream(stream)
     if s is None:
         return S.fail(S.E.cudaErrorInvalidResourceHandle)
@@ -162,7 +165,7 @@ def launch(func: int, grid, block, params: tuple, stream: int, host_cost_us: flo
         return S.fail(S.E.cudaErrorInvalidDeviceFunction)
     return _work.submit(s, S.NT.cudaGraphNodeTypeKernel,
                        {"func": func, "grid": grid, "block": block, "params": params,
-                        "name": fn.name}, host_cost_us, f"launch {fn.name}")
+                        "name": fn.name}, host_cost_us, f"launch {fn.name}", programmatic)
 
 
 def capturing(stream: int) -> bool:

@@ -46,7 +46,8 @@ class Race(NamedTuple):
     (e.g. ``stream 0x1003``, ``graph node 2``), on ``buffer`` (an argument's name and address);
     ``kind``: 'write/read', 'read/write' or 'write/write' (first's access / second's);
     ``where``: 'streams' (unordered ops at run time), 'graph' (unordered nodes) or
-    'programmatic' (nodes joined by a programmatic edge only, which orders no memory)."""
+    'programmatic' (nodes joined by a programmatic edge only, or a kernel launched with
+    programmatic stream serialization and the kernel before it: either orders no memory)."""
     first: str
     second: str
     first_row: str
@@ -61,9 +62,14 @@ class Race(NamedTuple):
         when = (f" at {self.time_us:.1f} µs (simulated)" if self.time_us is not None else "")
         fix = {"streams": "record an event after one and make the other's stream wait for it "
                           "(cudaEventRecord + cudaStreamWaitEvent), or put both on one stream",
-               "programmatic": "their programmatic edge lets the second start before the "
-                               "first's writes land (a numba kernel cannot wait for them with "
-                               "cudaGridDependencySynchronize): make it a plain edge"}.get(
+               "programmatic": (
+                   ("their programmatic edge lets the second start before the first's writes "
+                    "land" if self.first_row.startswith("graph") else
+                    "the second was launched with programmatic stream serialization (PDL), so "
+                    "it may start before the first's writes land") +
+                   " (a numba kernel cannot wait for them with cudaGridDependencySynchronize): "
+                   + ("make it a plain edge" if self.first_row.startswith("graph") else
+                      "launch it without the attribute"))}.get(
             self.where, "add an edge between them (join one branch into the other before it), "
                         "or give each branch its own buffer")
         a, b = self.kind.split("/")
@@ -182,6 +188,21 @@ def on_submit(s, others=()) -> tuple:
     return key, vc[key], vc
 
 
+_beside = iter(range(1, 1 << 62))
+
+
+def beside(s, before: dict) -> tuple:
+    """A new op on stream ``s`` that the stream's last op does not order: a kernel launched with
+    programmatic stream serialization (PDL) beside its primary. It is ordered after what the
+    primary was ordered after (``before``) and what the host has seen, under a key of its own;
+    ``s``'s later work is ordered after both. ``(key, tick, vc)``."""
+    key = ("programmatic", next(_beside))
+    vc = join(before, _host)
+    vc[key] = 1
+    s.vc = join(s.vc, vc)
+    return key, 1, vc
+
+
 def host_saw(vc: dict) -> None:
     """The host waited for (or saw finished) the work ``vc`` covers."""
     _host.update(join(_host, vc))
@@ -214,7 +235,9 @@ def started(op) -> None:
                     and not _ordered(a, op) and not _ordered(op, a)):
                 kind = f"{'write' if aw else 'read'}/{'write' if w else 'read'}"
                 label = aname if name.startswith(("copy ", "memset ")) else name
-                _report(Race(them, me, _row(a), _row(op), label, kind, "streams",
+                where = ("programmatic" if a is getattr(op, "pdl_primary", None) else
+                         "streams")
+                _report(Race(them, me, _row(a), _row(op), label, kind, where,
                              op.start, max(lo, alo)))
         past[:] = [e for e in past if not (e[1] >= lo and e[2] <= hi and _ordered(e[0], op)
                                            and (w or not e[3]))]

@@ -95,9 +95,11 @@ class Capture:
 
 
 class Stream:
-    def __init__(self, handle, flags):
+    def __init__(self, handle, flags, priority=0):
         self.handle, self.flags = handle, flags
+        self.priority = priority  # cudaStreamCreateWithPriority's; kernels captured take it
         self.ready_us = 0.0
+        self.last_kernel = None  # (op, order it was after, tick): its last work, if a kernel
         self.capture: Capture | None = None
         self.deps: list = []
         self.destroyed = False

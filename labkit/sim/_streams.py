@@ -5,7 +5,7 @@ import ctypes
 
 from cuda.bindings import runtime as _cr
 
-from . import _heap, _pools
+from . import _device, _heap, _pools
 from . import _state as S
 from . import _races, _work
 from . import clock as _clock
@@ -16,9 +16,9 @@ _ACTIVE = S.STATUS.cudaStreamCaptureStatusActive
 
 # ---------------------------------------------------------------- streams
 
-def _create_stream(flags):
+def _create_stream(flags, priority=0):
     h = next(S.ids)
-    S.streams[h] = S.Stream(h, int(flags))
+    S.streams[h] = S.Stream(h, int(flags), priority)
     _clock.api("cudaStreamCreate", P("api_us"))
     return E.cudaSuccess, _cr.cudaStream_t(h)
 
@@ -29,6 +29,23 @@ def cudaStreamCreate():
 
 def cudaStreamCreateWithFlags(flags):
     return _create_stream(flags)
+
+
+def cudaStreamCreateWithPriority(flags, priority):
+    """A stream with a priority, clamped to `cudaDeviceGetStreamPriorityRange`'s (as CUDA
+    documents). The simulator's clock does not model priorities between streams (kernels on
+    different streams overlap fully); a kernel captured from the stream takes its priority as
+    its node's priority attribute, which an executable instantiated with
+    ``cudaGraphInstantiateFlagUseNodePriority`` uses (`labkit.sim._exec`)."""
+    _, least, greatest = _device.cudaDeviceGetStreamPriorityRange()
+    return _create_stream(flags, min(max(int(priority), greatest), least))
+
+
+def cudaStreamGetPriority(hStream):
+    s = S.stream(hStream)
+    if s is None:
+        return (S.fail(E.cudaErrorInvalidResourceHandle), None)
+    return E.cudaSuccess, s.priority
 
 
 def cudaStreamDestroy(stream):

@@ -65,8 +65,18 @@ def stamp(s, graph_exec=None):
     return got
 
 
-def submit(s, ntype, payload, host_cost_us, api_name):
-    """Record the work as a node when capturing, else queue it on the GPU's timeline."""
+_PROGRAMMATIC = (int(_cr.cudaGraphKernelNodePortProgrammatic),
+                 _cr.cudaGraphDependencyType.cudaGraphDependencyTypeProgrammatic)
+
+
+def submit(s, ntype, payload, host_cost_us, api_name, programmatic=False):
+    """Record the work as a node when capturing, else queue it on the GPU's timeline.
+
+    A kernel captured takes its stream's priority as its node's priority attribute (CUDA's
+    ``cudaGraphInstantiate``: priorities "are copied from stream priority during stream
+    capture"). ``programmatic``: a kernel launched with programmatic stream serialization
+    (PDL, `_programmatic_start`); captured, each edge from a kernel it depends on becomes a
+    programmatic edge (the CUDA Programming Guide's "Use in CUDA Graphs" table)."""
     host_cost_us += _clock.first_use("stream_first_use", s.handle)     # a new stream's warm-up
     if s.capture is not None:
         if s.capture.status != S.STATUS.cudaStreamCaptureStatusActive:
@@ -79,6 +89,11 @@ def submit(s, ntype, payload, host_cost_us, api_name):
         if n is None:                 # a recapture that does not match the graph
             S.invalidate(s.capture)
             return S.fail(E.cudaErrorStreamCaptureInvalidated)
+        if ntype == NT.cudaGraphNodeTypeKernel:
+            if s.priority:
+                n.attrs["priority"] = s.priority
+            n.ports = {d: _PROGRAMMATIC for d in n.deps
+                       if programmatic and d.type == NT.cudaGraphNodeTypeKernel}
         s.deps = [n]
         return E.cudaSuccess
     if s.handle in (0, S.LEGACY):
@@ -91,14 +106,43 @@ def submit(s, ntype, payload, host_cost_us, api_name):
     _clock.api(api_name, host_cost_us)
     if _engine.sticky() is not None:       # a lost context takes no more work
         return S.fail(_engine.sticky())
-    start = max(s.ready_us, ordered_start(s, _clock.host_us() + P("launch_latency_us")))
-    s.ready_us = start + node_gpu_us(ntype, payload)
+    earliest = ordered_start(s, _clock.host_us() + P("launch_latency_us"))
+    primary = _programmatic_primary(s) if programmatic else None
+    if primary is None:
+        start = max(s.ready_us, earliest)
+    else:
+        start = max(earliest, primary[0].start, primary[0].end - P("pdl_overlap_us"))
+    end = start + node_gpu_us(ntype, payload)
+    s.ready_us = max(s.ready_us, end)
     name = payload.get("name", api_name)
-    o = op(ntype, payload, s.handle, start, s.ready_us, name)
-    o.key, o.tick, o.vc = stamp(s)
+    o = op(ntype, payload, s.handle, start, end, name)
+    if primary is None:
+        o.key, o.tick, o.vc = stamp(s)
+    else:       # beside the primary, not after it: nothing orders its writes before this one
+        o.key, o.tick, o.vc = _races.beside(s, primary[1])
+        o.pdl_primary = primary[0]
+    s.last_kernel = ((o, {**o.vc, o.key: o.tick - 1}, s.vc.get(id(s)))
+                     if ntype == NT.cudaGraphNodeTypeKernel else None)
     _engine.schedule(o)
-    _clock.gpu_span(s.handle, name, start, s.ready_us, kind(ntype))
+    _clock.gpu_span(s.handle, name, start, end, kind(ntype))
     return E.cudaSuccess
+
+
+def _programmatic_primary(s):
+    """``(op, what it was ordered after)`` of the kernel a programmatic launch on ``s`` may
+    overlap: the stream's last work, if that is a kernel and nothing came after it on the
+    stream (a graph launch, an event waited for); else None, and the launch waits as any.
+
+    The CUDA Programming Guide ("Programmatic Dependent Launch and Synchronization"): the
+    secondary may launch once every block of the primary has called
+    ``cudaTriggerProgrammaticLaunchCompletion`` or, without the trigger (a numba kernel has
+    none), exited; before the primary's writes are flushed. The model starts it
+    ``pdl_overlap_us`` before the primary's end (a labelled parameter, as for a programmatic
+    graph edge), never before the primary's start."""
+    last = s.last_kernel
+    if last is None or last[0].end != s.ready_us or s.vc.get(id(s)) != last[2]:
+        return None
+    return last[0], last[1]
 
 
 def op(ntype, payload, row, start, end, name, cond_values=None):
