@@ -4,7 +4,9 @@ NOT PROBED on a GPU yet (the GPU issue runs this file with ``LABKIT_BACKEND=cuda
 expectation follows CUDA's documentation of the call, as cuda-bindings 13.5 carries it in its
 docstrings, or NVIDIA's own cuda-bindings tests (which run on GPUs). Graph, executable and node
 IDs (13.1) and the DOT print; conditional handles with a context (13.1); enabling and
-disabling nodes; kernel node priorities; programmatic edges (PDL); re-capture into an existing
+disabling nodes; kernel node priorities, set or taken from the capturing stream; programmatic
+edges (PDL), made or captured from a launch with programmatic stream serialization (the driver's
+``cuLaunchKernelEx``, through ``labkit.prepare``); re-capture into an existing
 graph (13.3); the device-launch instantiation rules; memory pools; pitched 3D memory;
 ``cudaHostUnregister``'s two errors.
 
@@ -57,9 +59,10 @@ def captured(res, *launches):
     return g, list(ok(rt.cudaGraphGetNodes(g, len(launches)))[0])
 
 
-def kernel_node(res, g, deps, launch):
-    """A kernel node made by capturing ``launch`` into ``g`` after ``deps``."""
-    s = res.stream()
+def kernel_node(res, g, deps, launch, stream=None):
+    """A kernel node made by capturing ``launch`` into ``g`` after ``deps`` (from ``stream``,
+    or a new one)."""
+    s = res.stream() if stream is None else stream
     assert rt.cudaStreamBeginCaptureToGraph(s, g, deps, None, len(deps), GLOBAL) == OK
     launch(s)
     _, _, _, _, tail, _, _ = rt.cudaStreamGetCaptureInfo(s)
@@ -286,6 +289,62 @@ def test_with_node_priorities_an_urgent_kernel_goes_before_the_background(res):
     assert early < late / 2       # first of three instead of last
 
 
+# ------------------------------------------------------------------ priorities from the stream
+
+PRIORITY = rt.cudaLaunchAttributeID.cudaLaunchAttributePriority
+
+
+def _priority_stream(res, priority):
+    err, s = rt.cudaStreamCreateWithPriority(rt.cudaStreamNonBlocking, priority)
+    assert err == E.cudaSuccess, err
+    res.streams.append(s)
+    return s
+
+
+def test_a_stream_priority_outside_the_devices_range_is_clamped(res):
+    """cudaStreamCreateWithPriority's documentation: a priority outside
+    cudaDeviceGetStreamPriorityRange's range is clamped to it (lower numbers go sooner)."""
+    _, least, greatest = rt.cudaDeviceGetStreamPriorityRange()
+    assert greatest < least
+    assert ok(rt.cudaStreamGetPriority(_priority_stream(res, greatest - 100))) == greatest
+    assert ok(rt.cudaStreamGetPriority(_priority_stream(res, least + 100))) == least
+    assert ok(rt.cudaStreamGetPriority(res.stream())) == 0
+
+
+def test_a_kernel_captured_from_a_priority_stream_takes_its_priority(res):
+    """cudaGraphInstantiate's documentation (cudaGraphInstantiateFlagUseNodePriority):
+    priorities "are only available on kernel nodes, and are copied from stream priority during
+    stream capture". GPU: the node's attribute reads back the stream's priority (NOT PROBED)."""
+    _, _, greatest = rt.cudaDeviceGetStreamPriorityRange()
+    x = dev()
+    for stream, want in ((_priority_stream(res, greatest), greatest), (res.stream(), 0)):
+        assert rt.cudaStreamBeginCapture(stream, GLOBAL) == OK
+        add_one[GRID, BLOCK, stream](x)
+        g = res.graph(ok(rt.cudaStreamEndCapture(stream)))
+        (node,) = ok(rt.cudaGraphGetNodes(g, 1))[0]
+        assert ok(rt.cudaGraphKernelNodeGetAttribute(node, PRIORITY)).priority == want
+
+
+@sim_only
+def test_an_urgent_kernel_captured_from_a_high_priority_stream_goes_first(res):
+    """As `test_with_node_priorities_an_urgent_kernel_goes_before_the_background`, the urgent
+    kernel's priority coming from the stream it was captured from instead of a call."""
+    _, _, greatest = rt.cudaDeviceGetStreamPriorityRange()
+    bg, urgent = dev(n=WIDE * 32), dev(n=WIDE * 32)
+    done_ms = []
+    for stream in (res.stream(), _priority_stream(res, greatest)):
+        g = res.graph(ok(rt.cudaGraphCreate(0)))
+        for _ in range(2):
+            kernel_node(res, g, [], lambda s: busy[WIDE, 32, s](bg, 20_000))
+        u = kernel_node(res, g, [], lambda s: busy[WIDE, 32, s](urgent, 20_000), stream)
+        done = res.event()
+        ok(rt.cudaGraphAddEventRecordNode(g, [u], 1, done))
+        ge = res.exec(ok(rt.cudaGraphInstantiate(
+            g, FLAGS.cudaGraphInstantiateFlagUseNodePriority)))
+        done_ms.append(_urgent_done_ms(res, ge, done))
+    assert done_ms[1] < done_ms[0] / 2       # first of three instead of last
+
+
 # ------------------------------------------------------------------ programmatic edges (PDL)
 
 def _programmatic():
@@ -354,6 +413,75 @@ def test_a_kernel_behind_a_programmatic_edge_reading_its_predecessors_output_rac
     labkit.clear_races()
     with pytest.warns(labkit.RaceWarning, match="programmatic edge lets the second start"):
         res.exec(ok(rt.cudaGraphInstantiate(g, 0)))
+    labkit.clear_races()
+
+
+# ------------------------------------------------------------------ PDL on a stream launch
+
+def _pdl(k, s, *args):
+    """``k`` launched on ``s`` with programmatic stream serialization: cuLaunchKernelEx with
+    CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION on a GPU (labkit.prepare)."""
+    labkit.prepare(k, GRID, BLOCK, s, *args, programmatic=True)()
+
+
+def test_a_programmatic_stream_launch_runs_its_kernel_in_stream_order(res):
+    """GPU: both kernels' results (the attribute changes when the second may start, not what it
+    computes); the second does not read the first's output."""
+    x, y = dev(), dev()
+    s = res.stream()
+    add_one[GRID, BLOCK, s](x)
+    _pdl(add_one, s, y)
+    add_one[GRID, BLOCK, s](y)             # a plain launch after it waits for both
+    assert rt.cudaStreamSynchronize(s) == OK
+    np.testing.assert_array_equal(x.copy_to_host(), np.ones(N, np.float32))
+    np.testing.assert_array_equal(y.copy_to_host(), np.full(N, 2.0, np.float32))
+
+
+def test_a_captured_programmatic_launch_is_a_programmatic_edge(res):
+    """The CUDA Programming Guide, "Programmatic Dependent Launch and Synchronization", "Use in
+    CUDA Graphs": a launch with cudaLaunchAttributeProgrammaticStreamSerialization, captured,
+    is an edge of type cudaGraphDependencyTypeProgrammatic from cudaGraphKernelNodePortProgrammatic.
+    GPU: that edge, read back (NOT PROBED; compute capability 9.0 and newer)."""
+    x, y = dev(), dev()
+    g, (a, b) = captured(res, lambda s: add_one[GRID, BLOCK, s](x), lambda s: _pdl(add_one, s, y))
+    frm, to, data, n = ok(rt.cudaGraphGetEdges(g, 1))
+    assert n == 1 and (int(frm[0]), int(to[0])) == (int(a), int(b))
+    assert int(data[0].from_port) == rt.cudaGraphKernelNodePortProgrammatic
+    assert int(data[0].type) == int(rt.cudaGraphDependencyType.cudaGraphDependencyTypeProgrammatic)
+    ge = res.exec(ok(rt.cudaGraphInstantiate(g, 0)))
+    s = res.stream()
+    assert rt.cudaGraphLaunch(ge, s) == OK and rt.cudaStreamSynchronize(s) == OK
+    np.testing.assert_array_equal(y.copy_to_host(), np.ones(N, np.float32))
+
+
+@sim_only
+def test_a_programmatic_stream_launch_starts_before_the_kernel_before_it_ends(res):
+    """The model's overlap (pdl_overlap_us), as for a programmatic edge."""
+    a, y = dev(n=WIDE * 32), dev()
+    s = res.stream()
+    gaps = []
+    for launch in (lambda: add_one[GRID, BLOCK, s](y), lambda: _pdl(add_one, s, y)):
+        launch()                       # compiled and warm
+        assert rt.cudaStreamSynchronize(s) == OK
+        with labkit.timing.timeline() as rec:
+            busy[WIDE, 32, s](a, 500)
+            launch()
+            assert rt.cudaStreamSynchronize(s) == OK
+        k = sorted((x for x in rec.timeline.spans if x.kind == "kernel"), key=lambda x: x.start_us)
+        gaps.append(k[1].start_us - k[0].end_us)
+    assert gaps[0] > 0 > gaps[1]
+
+
+@sim_only
+def test_a_programmatic_stream_launch_reading_its_predecessors_output_races(res):
+    x, y = dev(), dev()
+    s = res.stream()
+    labkit.clear_races()
+    with pytest.warns(labkit.RaceWarning, match="programmatic stream serialization"):
+        add_one[GRID, BLOCK, s](x)
+        _pdl(copy_into, s, y, x)
+        assert rt.cudaStreamSynchronize(s) == OK
+    assert [r.where for r in labkit.races()] == ["programmatic"]
     labkit.clear_races()
 
 
