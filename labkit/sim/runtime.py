@@ -29,9 +29,13 @@ What it does not do, and says so loudly:
   the model; in a launch, kernels whose grids each fill the device (a block per SM or more) run
   one at a time, by node priority under ``cudaGraphInstantiateFlagUseNodePriority``
   (`labkit.sim._exec._place`);
-* programmatic dependent launch on a stream launch (the launch attribute): a graph's
-  programmatic edges are simulated (the dependent starts ``pdl_overlap_us`` before its
-  predecessor's end, a labelled model parameter), a stream launch with the attribute is not;
+* programmatic dependent launch is modelled, not measured: over a graph's programmatic edge,
+  or launched with programmatic stream serialization after a kernel in its stream (labkit's
+  hook for ``cuLaunchKernelEx``, `labkit.sim._hooks.launch`; cuda-bindings' runtime has no
+  ``cudaLaunchKernelEx``), a kernel starts ``pdl_overlap_us`` before its predecessor's end (a
+  labelled model parameter);
+* stream priorities: ``cudaStreamCreateWithPriority`` keeps one, and kernels captured from the
+  stream take it as their node's priority; between streams the clock does not use it;
 * launching a graph from the device (numba kernels cannot call ``cudaGraphLaunch``); the
   ``cudaGraphInstantiateFlagDeviceLaunch`` rules are checked at instantiation.
 
