@@ -26,6 +26,7 @@
 #   is wrong;
 # - capture again into an existing graph, and say what that keeps that a new capture does not;
 # - say what a graph launchable from the device may contain;
+# - keep a pool's memory between steps, and say whose memory a captured allocation is;
 # - find cuda.core's names for all of this.
 #
 # About 70 minutes, the exercise included.
@@ -37,6 +38,7 @@ from labkit import plot, rt, check
 from labkit.course import new_in_13 as nc
 from labkit.course.workloads import busy
 from labkit.course.claims import nb12 as claims
+from cuda.bindings.driver import cuuint64_t as cuuint64
 
 print("backend:", labkit.backend, "|", labkit.device_name(), "|", labkit.provenance())
 major, minor = divmod(check(rt.cudaDriverGetVersion()), 1000)
@@ -257,9 +259,40 @@ print(f"{len(labkit.races())} race(s) reported")
 labkit.clear_races()
 
 # %% [markdown]
+# **On a stream, from Python.** In CUDA C++ the second kernel asks for PDL when it is launched:
+# `cudaLaunchKernelEx` with the launch attribute `cudaLaunchAttributeProgrammaticStreamSerialization`;
+# captured, that launch becomes exactly the programmatic edge above (Programming Guide, *Use in
+# CUDA Graphs*). What Python can call today:
+#
+# | from Python | PDL on a launch? |
+# | --- | --- |
+# | numba-cuda 0.30: `k[grid, block, stream](...)` | no: it builds its launch configuration without the attribute |
+# | cuda-bindings 13.5, runtime module | no: it has no `cudaLaunchKernelEx` |
+# | cuda-bindings 13.5, driver module: `cuLaunchKernelEx` | yes: `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION` |
+# | cuda.core 1.2: `LaunchConfig(..., programmatic_stream_serialization=True)` | yes, for kernels cuda.core launches |
+# | inside a numba kernel: `cudaGridDependencySynchronize`, `cudaTriggerProgrammaticLaunchCompletion` | no |
+#
+# `labkit.prepare(kernel, grid, block, stream, *args, programmatic=True)` takes the driver's
+# way with a numba kernel: `cuLaunchKernelEx` with the attribute (CUDA Driver API,
+# `cuLaunchKernelEx`; CUDA 12.0). Without the trigger the second kernel may start once every
+# block of the first has exited, before the first's writes are flushed. Captured, the launch
+# gives the programmatic edge:
+
+# %%
+with labkit.capture(stream) as cap:
+    busy[WIDE, 32, stream](a, 500)
+    labkit.prepare(nc.model_step, 4, 256, stream, b, programmatic=True)()
+_, _, (edge,), _ = check(rt.cudaGraphGetEdges(cap.graph.handle, 1))
+print(f"captured edge: from_port {edge.from_port} "
+      f"(cudaGraphKernelNodePortProgrammatic = {rt.cudaGraphKernelNodePortProgrammatic}), "
+      f"type {rt.cudaGraphDependencyType(edge.type).name}")
+cap.graph.close()
+
+# %% [markdown]
 # Keep: a programmatic edge lets the next kernel start over its predecessor's tail and shrinks
-# the gap between them; without `cudaGridDependencySynchronize` in the second kernel, use it
-# only where the second does not read the first's output.
+# the gap between them; from Python a stream launch gets it only through the driver's
+# `cuLaunchKernelEx` (or cuda.core), not numba's launch. Without `cudaGridDependencySynchronize`
+# in the second kernel, use it only where the second does not read the first's output.
 
 # %% [markdown]
 # ## 5. Capture again into the graph you have (CUDA 13.3)
@@ -344,7 +377,79 @@ except labkit.CudaError as e:
 # and child graphs only; instantiate with the flag to find out early.
 
 # %% [markdown]
-# ## 7. The same in cuda.core
+# ## 7. Memory pools, and what a graph does with them
+#
+# Stream-ordered allocation is older than this notebook's other features: `cudaMallocAsync`,
+# `cudaFreeAsync`, `cudaMemPoolCreate`, `cudaMallocFromPoolAsync` and the pool attributes came
+# in **CUDA 11.2**, and captured allocations (memory allocation and free nodes) in CUDA 11.4.
+# What came since is about where a pool's memory lives: pools of host memory (CUDA 12.6) and of
+# managed memory, with `cudaMemGetDefaultMemPool` / `cudaMemSetMemPool` naming a pool by
+# location and allocation type (CUDA 13.0). (CUDA Runtime API, *Stream Ordered Memory
+# Allocator*; CUDA Programming Guide, *Stream-Ordered Memory Allocator* and *Graph Memory
+# Nodes*; CCCL's *Memory Pools* page for the 12.6 and 13.0 versions.)
+#
+# Two things matter for graphs. A pool keeps freed memory for the next allocation, and gives
+# what it holds past its *release threshold* (`cudaMemPoolAttrReleaseThreshold`, default 0)
+# back at the next synchronize. And `cudaMallocFromPoolAsync` in a capture does not allocate
+# from the pool: it makes an allocation node, whose memory "is owned by the graph instead of the
+# memory pool" (`cudaMallocFromPoolAsync`'s documentation); the pool only lends its properties.
+# Watch both in the pool's and the device's graph-memory counters:
+
+# %%
+A = rt.cudaMemPoolAttr
+MB = 1 << 20
+props = rt.cudaMemPoolProps()
+props.allocType = rt.cudaMemAllocationType.cudaMemAllocationTypePinned
+props.location.type = rt.cudaMemLocationType.cudaMemLocationTypeDevice
+props.location.id = 0
+pool = check(rt.cudaMemPoolCreate(props))
+
+
+def counters(when):
+    used = int(check(rt.cudaMemPoolGetAttribute(pool, A.cudaMemPoolAttrUsedMemCurrent)))
+    held = int(check(rt.cudaMemPoolGetAttribute(pool, A.cudaMemPoolAttrReservedMemCurrent)))
+    graph = int(check(rt.cudaDeviceGetGraphMemAttribute(
+        0, rt.cudaGraphMemAttributeType.cudaGraphMemAttrReservedMemCurrent)))
+    print(f"{when:<44} pool used {used / MB:5.1f} MB  reserved {held / MB:5.1f} MB"
+          f"   graph memory reserved {graph / MB:5.1f} MB")
+
+
+def step(s):
+    """One step's scratch buffer: allocated, used, freed, in stream order."""
+    p = check(rt.cudaMallocFromPoolAsync(8 * MB, pool, int(s)))
+    check(rt.cudaMemsetAsync(p, 0, 8 * MB, int(s)))
+    check(rt.cudaFreeAsync(p, int(s)))
+
+
+for threshold in (0, 64 * MB):
+    check(rt.cudaMemPoolSetAttribute(pool, A.cudaMemPoolAttrReleaseThreshold,
+                                     cuuint64(threshold)))
+    step(stream)
+    counters(f"threshold {threshold // MB:>2} MB, during a step")
+    stream.synchronize()
+    counters(f"threshold {threshold // MB:>2} MB, after a synchronize")
+
+with labkit.capture(stream) as cap:
+    step(stream)
+kinds = [check(rt.cudaGraphNodeGetType(n)).name[len("cudaGraphNodeType"):]
+         for n in nc.nodes_of(cap.graph)]
+print("captured step:", " -> ".join(kinds))
+with cap.graph.instantiate() as pex:
+    pex.launch(stream)
+    stream.synchronize()
+    counters("after a launch of the captured step")
+cap.graph.close()
+check(rt.cudaMemPoolDestroy(pool))
+
+# %% [markdown]
+# Keep: with a release threshold a pool keeps its memory across synchronizes, so the next
+# step's allocation is a reuse, not a new one; in a capture the same call makes an allocation
+# node, and its memory is the graph's (counted by `cudaDeviceGetGraphMemAttribute`, kept for
+# the next launch until `cudaDeviceGraphMemTrim`), not the pool's. (On a GPU the reserved
+# figures are rounded up to the driver's allocation granularity.)
+
+# %% [markdown]
+# ## 8. The same in cuda.core
 #
 # cuda.core 1.2 has Python names for all of the above: `GraphBuilder` captures a stream,
 # `GraphDefinition` builds a graph node by node, and `graph[node]` is a node of an executable,
@@ -380,6 +485,8 @@ print("simulator: cuda.core needs a GPU; the table above is what it would call" 
 #   the predecessor's output unless it waits with `cudaGridDependencySynchronize`.
 # - `cudaStreamBeginRecaptureToGraph` (CUDA 13.3) captures again into a graph, keeping its nodes.
 # - A device-launchable graph holds kernels, device-visible copies, memsets and child graphs.
+# - A pool keeps freed memory up to its release threshold; captured, `cudaMallocFromPoolAsync`
+#   makes an allocation node whose memory is the graph's, not the pool's.
 #
 # ## Exercise: switch the logging off, and on again
 #
