@@ -13,7 +13,9 @@ nothing itself) in sphinx-book-theme. The Sphinx project is packaged beside this
 - one page per notebook with its outputs and figures (tracebacks without this machine's paths;
   a pending exercise check as a "Not solved yet" note, not a traceback), in a sidebar table of
   contents, with previous/next links and a search page;
-- ``report.html``, the build report: each notebook's status, run time and backend/device.
+- ``report.html``, the build report: each notebook's status, run time and backend/device;
+- the files a notebook's markdown links to by a relative path (a trace it wrote, a script beside
+  it), copied beside its page, so each link downloads the file (`linked_files`).
 """
 from __future__ import annotations
 
@@ -375,6 +377,26 @@ def not_solved_boxes(nb) -> int:
     return count
 
 
+LOCAL_LINK = re.compile(r"\]\(([^)\s:#]+)\)")     # [text](path), no scheme, no anchor
+
+
+def linked_files(nb, folder: Path) -> list[str]:
+    """Relative paths of the files that ``nb``'s markdown links to and that exist under
+    ``folder`` (the notebook's own folder): a trace the notebook wrote, a script beside it.
+    Links to notebooks (other pages) and links that leave ``folder`` are not files to copy."""
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for rel in LOCAL_LINK.findall(cell.source):
+            path = (folder / rel).resolve()
+            if (rel.endswith((".ipynb", ".md")) or not path.is_file()
+                    or not path.is_relative_to(folder.resolve())):
+                continue
+            found.append(rel)
+    return list(dict.fromkeys(found))
+
+
 def build_site(results: list[Result], device: str, out: Path) -> tuple[bool, str]:
     """Write the Sphinx project for ``results`` into ``out/_site_source`` and build it into ``out``.
 
@@ -393,6 +415,9 @@ def build_site(results: list[Result], device: str, out: Path) -> tuple[bool, str
         nb = nbformat.read(out / r.path.name, as_version=4)
         not_solved_boxes(nb)
         nbformat.write(nb, src / r.path.name)
+        for rel in linked_files(nb, r.path.parent):      # myst-nb makes each link a download
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(r.path.parent / rel, src / rel)
     # The course map sits beside the notebooks (notebooks/README.md); tiny test runs have none.
     readme = results[0].path.parent / "README.md" if results else Path("README.md")
     (src / "index.md").write_text(landing_page(results, readme), encoding="utf-8")

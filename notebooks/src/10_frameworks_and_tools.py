@@ -29,7 +29,6 @@
 import importlib.util
 import json
 import os
-import tempfile
 
 import numpy as np
 import matplotlib.pyplot as plt
@@ -439,35 +438,72 @@ decision.close()
 #
 # The course draws its timelines with matplotlib. The same timeline exports to the Chrome
 # trace-event JSON format, which [Perfetto](https://ui.perfetto.dev) and `chrome://tracing` open:
-# one complete event per span, host rows as threads of a "host" process, streams as threads of a
-# "GPU" process. Drop the file on Perfetto's page to zoom, select and measure.
+# one complete event per span, the host's calls on a thread named "host: Python thread", each
+# stream on a thread of a "GPU" process named by its role, as figure 10-2 labels it. Start and
+# end of each span are rounded to the same whole nanosecond, so a call that ends where the next
+# begins still does in the file, and Perfetto nests nothing wrongly. The cell writes the trace of
+# the piecewise token beside this notebook, in `traces/`.
 
 # %%
-trace_path = os.path.join(tempfile.gettempdir(), "labkit_piecewise_token.json")
-timing.save_chrome_trace(tls["piecewise"], trace_path)
+trace_path = os.path.join("traces", "10_piecewise_token.json")
+timing.save_chrome_trace(tls["piecewise"], trace_path, stream_names={stream: "decode"})
 with open(trace_path, encoding="utf-8") as f:
     trace = json.load(f)
 spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
-print(f"wrote {trace_path}: {len(spans)} events for {len(tls['piecewise'].spans)} spans")
+threads = [e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"]
+print(f"wrote {trace_path}: {len(spans)} events for {len(tls['piecewise'].spans)} spans, "
+      f"threads {threads}")
 for e in spans[:4]:
     print(json.dumps({k: e[k] for k in ("name", "cat", "ph", "ts", "dur", "pid", "tid")},
                      separators=(",", ":")))
+plot.trace_file(trace_path, title="10-4 The exported file, drawn here as Perfetto's timeline "
+                                  "would lay it out");
+plt.show()
+
+# %% [markdown]
+# Download the file: [traces/10_piecewise_token.json](traces/10_piecewise_token.json) (in
+# Jupyter it sits beside this notebook). The figure is not a screenshot of Perfetto: it is
+# matplotlib drawing the file's own events the way Perfetto lays out a trace, one track per
+# thread, under its process, a slice inside another one level below it. To see it in Perfetto:
+#
+# 1. open https://ui.perfetto.dev in Chrome or Firefox (the file stays on your computer: the
+#    page reads it in the browser);
+# 2. click **Open trace file** in the left sidebar and choose `10_piecewise_token.json` (or drag
+#    the file onto the page);
+# 3. expand the **host** and **GPU** processes; press `W`/`S` to zoom, `A`/`D` to pan, click a
+#    slice for its times and `args` (correlation id, graph id), drag across slices to sum them.
+#
+# In Chrome, `chrome://tracing` → **Load** opens the same file.
 
 # %% [markdown]
 # ### NVTX ranges and Nsight Systems
 #
 # labkit wraps the phases of a graph's life in NVTX ranges, in the domain `labkit`: `capture`,
 # `instantiate`, `upload`, `launch` and `update`. Nothing records them until a profiler listens;
-# under Nsight Systems they appear on the CPU thread's row, above the CUDA calls they contain:
+# under Nsight Systems they appear on the CPU thread's row, above the CUDA calls they contain.
+# On a GPU machine with Nsight Systems, the course's script
+# [nsys/profile.sh](nsys/profile.sh) profiles a small program,
+# [nsys/graph_step.py](nsys/graph_step.py), which captures four kernels into a graph and
+# replays it 20 times. From the notebooks folder:
 #
 # ```
-# nsys profile --trace=cuda,nvtx --cuda-graph-trace=graph python my_decode.py   # a graph as one range
-# nsys profile --trace=cuda,nvtx --cuda-graph-trace=node  python my_decode.py   # every node of it
+# bash nsys/profile.sh node    # nsys profile --trace=cuda,nvtx,osrt --cuda-graph-trace=node ...
+# bash nsys/profile.sh graph   # the same with --cuda-graph-trace=graph
+# ```
+#
+# It checks that `nsys` is on the `PATH` and says where to get it if not, writes
+# `nsys/nsys-reports/graph_step_node.nsys-rep` (or `_graph`), and prints the commands that open it:
+# `nsys stats --report cuda_api_sum,cuda_gpu_kern_sum,nvtx_sum` for tables, the Nsight Systems
+# GUI for the timeline. For your own program, the command is the same with your script:
+#
+# ```
+# nsys profile --trace=cuda,nvtx,osrt --cuda-graph-trace=node -o my_decode python my_decode.py
 # ```
 #
 # `--cuda-graph-trace=graph` shows each graph launch as one span on the GPU; `node` shows every
 # kernel node, which is what you need to see a graph's insides, and adds more tracing overhead to
-# each launch (the course's own GPU timelines trace kernels the same way and say what it adds). What does a range cost when nothing listens?
+# each launch (the course's own GPU timelines trace kernels the same way and say what it adds).
+# What does a range cost when nothing listens?
 
 # %%
 print("labkit's NVTX ranges:", ", ".join(fw.NVTX_PHASES))
@@ -479,8 +515,8 @@ claims.nvtx_range_cheap(range_us)
 # That is real time on your CPU, not the simulator's clock: on the simulator the ranges change no
 # figure of the course at all.
 #
-# **Takeaway:** export the timeline to see it in Perfetto; run under `nsys` with NVTX to see
-# labkit's phases beside the CUDA calls, per graph or per node.
+# **Takeaway:** export the timeline to see it in Perfetto; run `nsys/profile.sh` (or `nsys` with
+# NVTX on your own program) to see labkit's phases beside the CUDA calls, per graph or per node.
 
 # %%
 reference.note("10")

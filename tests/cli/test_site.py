@@ -133,3 +133,16 @@ def test_the_readme_is_a_front_door_listing_every_notebook_in_150_lines():
         assert (ROOT / doc).is_file(), f"README links {doc}, which does not exist"
     assert "docs/instructors.md" in readme and "docs/measurements.md" in readme
     assert not re.search(r"20\d\d-\d\d-\d\d", readme), "no dated runs in the front door"
+
+
+def test_a_notebooks_linked_local_files_are_found_and_nothing_else(tmp_path):
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "t.json").write_text("{}")
+    (tmp_path / "other.ipynb").write_text("{}")
+    (tmp_path.parent / "outside.txt").write_text("x")
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("[the trace](traces/t.json), again [t](traces/t.json), "
+                                      "[a page](other.ipynb), [gone](traces/none.json), "
+                                      "[web](https://ui.perfetto.dev), [up](../outside.txt)"),
+        nbformat.v4.new_code_cell("# [not markdown](traces/t.json)")])
+    assert run.linked_files(nb, tmp_path) == ["traces/t.json"]

@@ -24,14 +24,14 @@ from labkit.measure.plot.dag import graph_dag
 from labkit.measure.plot.distributions import latency_cdf, latency_hist
 from labkit.measure.plot.theme import (KIND_COLORS, NODE_COLORS, SERIES_COLORS, color_for,
                                        colors_for, style)
-from labkit.measure.plot.timeline_plots import TIMELINE_MIN_WIDTH, timeline, timelines
+from labkit.measure.plot.timeline_plots import TIMELINE_MIN_WIDTH, timeline, timelines, trace_file
 from labkit.measure.stats import breakeven
 
 __all__ = [
     "style", "color_for", "colors_for", "breakeven", "timeline", "timelines", "per_kernel_cost",
     "phase_costs", "amortization", "latency_cdf", "latency_hist", "graph_dag", "bars", "savefig",
     "model_provenance", "shape_provenance", "SERIES_COLORS", "KIND_COLORS", "NODE_COLORS",
-    "TIMELINE_MIN_WIDTH",
+    "TIMELINE_MIN_WIDTH", "trace_file",
 ]
 
 

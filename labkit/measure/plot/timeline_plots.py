@@ -2,7 +2,8 @@
 
 `timeline` draws one; `timelines` draws several in one figure on one shared time axis, so
 their lengths compare at a glance. ``stream_names`` labels streams by their role ("origin",
-"side 1") instead of their raw handles.
+"side 1") instead of their raw handles. `trace_file` draws an exported Chrome trace file the way
+Perfetto lays it out (a track per thread, nested slices stacked), from the file alone.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from labkit.measure.plot import _axes
 from labkit.measure.plot.theme import KIND_COLORS, style
 from labkit.measure.stats import fmt_value
 
-__all__ = ["timeline", "timelines", "TIMELINE_MIN_WIDTH"]
+__all__ = ["timeline", "timelines", "trace_file", "TIMELINE_MIN_WIDTH"]
 
 TIMELINE_MIN_WIDTH = 1.5e-3   # of the axis: about 1.5 px on the course's 11-inch timelines
 _BAR = 0.38                   # half a row's bar height
@@ -237,3 +238,71 @@ def _label_wide_spans(ax, row_spans, y: float, origin: float, extent: float,
     for span in wide:
         ax.text(span.start_us - origin + span.duration_us / 2, y, span.name, ha="center",
                 va="center", fontsize=8, color="white", clip_on=True)
+
+
+def trace_file(trace, title: str = "A trace file", ax=None, provenance: str | None = None,
+               max_labels: int = 12):
+    """Draw a Chrome trace-event file as Perfetto's timeline lays it out, from the file alone.
+
+    One track per thread, under its process, in the file's sort order and with the file's thread
+    names; a slice inside another sits one level below it, as Perfetto stacks them. This is a
+    drawing of the file's contents with matplotlib, not a screenshot of Perfetto: the x label
+    says so.
+
+    Parameters
+    ----------
+    trace : dict or path
+        What `labkit.timing.chrome_trace` returned, or a file `save_chrome_trace` wrote.
+    max_labels : int
+        At most this many slices per track get their name written in them (the widest).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    from labkit.measure.trace_export import tracks as trace_tracks
+    found = trace_tracks(trace)
+    if not found:
+        raise ValueError("the trace holds no complete (\"ph\": \"X\") events to draw; export a "
+                         "timeline that recorded some work")
+    origin = min(s[0] for t in found for s in t.slices)
+    extent = (max(s[1] for t in found for s in t.slices) - origin) / 1e3 or 1.0
+    min_width = extent * TIMELINE_MIN_WIDTH
+    levels = [1 + max(s[2] for s in t.slices) for t in found]
+    with style():
+        ax = _axes.new_axes(ax, (11, 1.4 + 0.45 * (sum(levels) + len(found))))
+        y, ticks, labels, kinds, process = 0.0, [], [], [], None
+        for track, depth in zip(found, levels):
+            if track.process != process:    # Perfetto's process header above its threads
+                process = track.process
+                ax.text(0, y - 0.1, f"▾ process: {process}", fontsize=9, fontweight="bold",
+                        va="bottom", ha="left", transform=ax.get_yaxis_transform(), clip_on=False)
+                y += 0.6
+            ticks.append(y + (depth - 1) / 2)
+            labels.append(track.thread)
+            for kind in SPAN_KINDS:
+                mine = [s for s in track.slices if s[4] == kind]
+                for level in {s[2] for s in mine}:
+                    bars = [((s[0] - origin) / 1e3, max((s[1] - s[0]) / 1e3, min_width))
+                            for s in mine if s[2] == level]
+                    ax.broken_barh(bars, (y + level - _BAR, 2 * _BAR),
+                                   facecolors=KIND_COLORS[kind], edgecolor="white",
+                                   linewidth=0.4)
+                if mine and kind not in kinds:
+                    kinds.append(kind)
+            wide = sorted((s for s in track.slices if (s[1] - s[0]) / 1e3 >= 0.06 * extent),
+                          key=lambda s: s[0] - s[1])[:max_labels]
+            for s in wide:
+                ax.text(((s[0] + s[1]) / 2 - origin) / 1e3, y + s[2], s[3], ha="center",
+                        va="center", fontsize=7, color="white", clip_on=True)
+            ax.axhline(y + depth - 0.5, color="#cccccc", linewidth=0.6)
+            y += depth
+        ax.set_yticks(ticks, labels)
+        ax.set_ylim(y - 0.5, -0.9)
+        ax.set_xlim(0, extent)
+        ax.set_xlabel("time since the trace's first event (µs)\n"
+                      "drawn with matplotlib from the file's own events, as Perfetto lays out a "
+                      "trace: not a Perfetto screenshot")
+        ax.legend(handles=[Line2D([], [], color=KIND_COLORS[k], lw=8, label=k) for k in kinds],
+                  loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        return _axes.finish(ax, title, provenance, grid_axis="x")
