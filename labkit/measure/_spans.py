@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
 
+from labkit._handles import stream_handle
 from labkit._span import CPU_ROW, SPAN_KINDS, Span
 
 __all__ = ["Span", "Timeline", "SPAN_KINDS", "SOURCES", "CPU_ROW"]
@@ -132,3 +134,34 @@ class Timeline:
     def _require_spans(self) -> None:
         if not self.spans:
             raise ValueError("the timeline has no spans; record a region that does some work")
+
+
+def row_labels(tls: Sequence[Timeline], stream_names: Mapping | None,
+               stream_row: Callable[[int], str]) -> dict[str, str]:
+    """Row name -> label. A stream's branch rows ("stream 7 branch 1") follow its label.
+
+    ``stream_names`` maps streams, raw handles or row names to labels; ``stream_row(handle)``
+    is the row a handle's work is on in a trace (the plots' and the trace export's own).
+
+    A stream (or handle) names the row "stream <handle>" or the row its trace gives it. On the
+    simulator's timelines a name that matches no row is an error; a GPU trace's rows may number
+    streams otherwise, so there it only leaves the row as the trace named it."""
+    if not stream_names:
+        return {}
+    rows = {row for tl in tls for row in tl.rows()}
+    exact = all(tl.source == "model" for tl in tls)
+    out = {}
+    for key, label in stream_names.items():
+        if isinstance(key, str):
+            names = [key]
+        else:
+            handle = stream_handle(key)
+            names = list(dict.fromkeys([f"stream {handle}", stream_row(handle)]))
+        hits = [(row, r) for row in names for r in rows
+                if r == row or r.startswith(row + " branch ")]
+        if not hits and exact:
+            raise ValueError(f"stream_names names {names[0]!r}, but no row is {names[0]!r}; "
+                             f"the rows here are {sorted(rows)}")
+        for row, r in hits:
+            out[r] = str(label) + r[len(row):].replace(" branch ", ", branch ")
+    return out

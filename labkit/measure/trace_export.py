@@ -33,13 +33,20 @@ import json
 import os
 from typing import Mapping, NamedTuple
 
-from ._spans import CPU_ROW, Timeline
+import labkit
+from labkit._streams import Stream
+
+from ._spans import CPU_ROW, Timeline, row_labels
 
 __all__ = ["chrome_trace", "save_chrome_trace", "thread_names", "tracks", "Track", "HOST_PID",
            "GPU_PID"]
 
 HOST_PID, GPU_PID = 1, 2
 HOST_THREAD = "host: Python thread"     # labkit records the calls of the thread that made them
+
+
+def _stream_row(handle: int) -> str:
+    return f"stream {labkit.backend.stream_trace_id(handle)}"
 
 
 def thread_names(timeline: Timeline, stream_names: Mapping | None = None) -> dict[str, str]:
@@ -55,11 +62,9 @@ def thread_names(timeline: Timeline, stream_names: Mapping | None = None) -> dic
     roles, non_blocking = {}, set()
     if stream_names:
         # The plots' own matching of streams to rows, so the trace names what the figure labels.
-        from labkit._streams import Stream
-        from .plot.timeline_plots import _row_labels
-        roles = _row_labels([timeline], stream_names)
-        non_blocking = set(_row_labels([timeline], {k: "" for k in stream_names
-                                                    if isinstance(k, Stream)}))
+        roles = row_labels([timeline], stream_names, _stream_row)
+        non_blocking = set(row_labels([timeline], {k: "" for k in stream_names
+                                                   if isinstance(k, Stream)}, _stream_row))
     out = {}
     for row in timeline.rows():
         if row.startswith(CPU_ROW):

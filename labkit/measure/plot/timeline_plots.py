@@ -13,8 +13,8 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from labkit._handles import stream_handle
-from labkit.measure._spans import SPAN_KINDS, Timeline
+from labkit.measure._spans import SPAN_KINDS, Timeline, row_labels
+from labkit.measure.trace_export import tracks as trace_tracks
 from labkit.measure.plot import _axes
 from labkit.measure.plot.theme import KIND_COLORS, style
 from labkit.measure.stats import fmt_value
@@ -66,7 +66,7 @@ def timeline(tl: Timeline, ax=None, title: str = "Timeline", t0: float | None = 
     """
     origin, tl = _windowed(tl, t0, window_us)
     extent = (window_us if window_us is not None else tl.end_us - origin) or 1.0
-    names = _row_labels([tl], stream_names)
+    names = row_labels([tl], stream_names, _axes.stream_row)
     with style():
         ax = _axes.new_axes(ax, (11, 1.4 + 0.55 * len(tl.rows())))
         widened, handles = _draw(ax, tl, origin, extent, max_labels, names)
@@ -105,7 +105,7 @@ def timelines(items: Sequence[tuple[Timeline, str]], stream_names: Mapping | Non
             raise ValueError(f"the timeline {title!r} has no spans to draw; record a region "
                              "that does some work")
     extent = max(tl.end_us - tl.start_us for tl, _ in items) or 1.0
-    names = _row_labels([tl for tl, _ in items], stream_names)
+    names = row_labels([tl for tl, _ in items], stream_names, _axes.stream_row)
     heights = [1.0 + 0.55 * len(tl.rows()) for tl, _ in items]
     with style():
         fig, axes = plt.subplots(len(items), 1, sharex=True, squeeze=False,
@@ -136,33 +136,6 @@ def _windowed(tl: Timeline, t0, window_us) -> tuple[float, Timeline]:
             raise ValueError(f"no span falls in the {window_us} µs window from t0={origin}; "
                              "widen window_us or move t0")
     return origin, tl
-
-
-def _row_labels(tls: Sequence[Timeline], stream_names: Mapping | None) -> dict[str, str]:
-    """Row name -> label. A stream's branch rows ("stream 7 branch 1") follow its label.
-
-    A stream (or handle) names the row "stream <handle>" or the row its trace gives it. On the
-    simulator's timelines a name that matches no row is an error; a GPU trace's rows may number
-    streams otherwise, so there it only leaves the row as the trace named it."""
-    if not stream_names:
-        return {}
-    rows = {row for tl in tls for row in tl.rows()}
-    exact = all(tl.source == "model" for tl in tls)
-    out = {}
-    for key, label in stream_names.items():
-        if isinstance(key, str):
-            names = [key]
-        else:
-            handle = stream_handle(key)
-            names = list(dict.fromkeys([f"stream {handle}", _axes.stream_row(handle)]))
-        hits = [(row, r) for row in names for r in rows
-                if r == row or r.startswith(row + " branch ")]
-        if not hits and exact:
-            raise ValueError(f"stream_names names {names[0]!r}, but no row is {names[0]!r}; "
-                             f"the rows here are {sorted(rows)}")
-        for row, r in hits:
-            out[r] = str(label) + r[len(row):].replace(" branch ", ", branch ")
-    return out
 
 
 def _draw(ax, tl: Timeline, origin: float, extent: float, max_labels: int,
@@ -260,7 +233,6 @@ def trace_file(trace, title: str = "A trace file", ax=None, provenance: str | No
     -------
     matplotlib.axes.Axes
     """
-    from labkit.measure.trace_export import tracks as trace_tracks
     found = trace_tracks(trace)
     if not found:
         raise ValueError("the trace holds no complete (\"ph\": \"X\") events to draw; export a "
