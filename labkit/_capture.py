@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import contextlib
 
-from . import _capstack, _hostspans, _nvtx
+from . import _open_captures, _host_calls, _nvtx
 from ._errors import CudaError, check
 from ._eager import EagerGraph, graphs_are_eager
 from ._graph import Graph
 from ._handles import stream_handle
 from ._streams import Event
-from .backend import frees_held, rt
+from .backends import frees_held, rt
 
 __all__ = ["capture", "fork", "Capture", "current_capture"]
 
@@ -28,7 +28,7 @@ class Capture:
         self._graph, self._open = None, False
         self.first_error: CudaError | None = None
         self.keepalive: list = []
-        self.launched: dict = {}     # kernel -> argument tuples launched with (see _capstack.keep)
+        self.launched: dict = {}     # kernel -> argument tuples launched with (see _open_captures.keep)
         self.recorded: list | None = None   # the eager switch: the launches recorded instead
 
     @property
@@ -59,7 +59,7 @@ def capture(stream, mode: str = "global"):
 
     With the eager switch on (``LABKIT_GRAPHS=eager``, see `labkit.eager`) nothing is
     captured: the block's labkit launches are recorded, and ``cap.graph`` is a
-    `labkit.EagerGraph` whose executable makes them at each launch.
+    `labkit._eager.EagerGraph` whose executable makes them at each launch.
     """
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {sorted(_MODES)}, got {mode!r}")
@@ -79,7 +79,7 @@ def capture(stream, mode: str = "global"):
             _refuse_begin(err, h)
         cap = Capture(stream, mode)
         cap._open = True
-        stack = _capstack.push(cap)
+        stack = _open_captures.push(cap)
         body_error = None
         try:
             yield cap
@@ -89,7 +89,7 @@ def capture(stream, mode: str = "global"):
                 cap.first_error = e
             raise
         finally:
-            _capstack.pop(stack)
+            _open_captures.pop(stack)
             cap._open = False
             first = rt.cudaGetLastError()[0]
             err, graph = rt.cudaStreamEndCapture(h)
@@ -108,11 +108,11 @@ def _record(stream, mode):
     stream_handle(stream)                  # a closed stream is refused as in a capture
     cap = Capture(stream, mode)
     cap.recorded, cap._open = [], True
-    stack = _capstack.push(cap)
+    stack = _open_captures.push(cap)
     try:
         yield cap
     finally:
-        _capstack.pop(stack)
+        _open_captures.pop(stack)
         cap._open = False
         cap._graph = EagerGraph(cap.recorded, keepalive=cap.keepalive, launched=cap.launched)
 
@@ -131,7 +131,7 @@ def _refuse_begin(err, h):
 
 def current_capture():
     """The innermost `labkit.capture` open in this thread, or None."""
-    return _capstack.current()
+    return _open_captures.current()
 
 
 @contextlib.contextmanager
@@ -143,7 +143,7 @@ def fork(origin, *streams, timing: bool = False):
     recorded on each side stream is waited on by the origin (the join).
     """
     o = stream_handle(origin)
-    rec = _hostspans.active       # a timeline is open: the fork and the join are CPU spans
+    rec = _host_calls.active       # a timeline is open: the fork and the join are CPU spans
     t0 = rec.now() if rec is not None else 0
     start = Event(timing=timing)
     check(rt.cudaEventRecord(start.handle, o), "fork: cudaEventRecord on the origin")

@@ -1,7 +1,7 @@
 """`Graph` (a captured or built cudaGraph_t), `GraphExec` (its instantiated executable) and
 `KernelNode` (one kernel node of an executable, updated again and again).
 
-A kernel node's parameters are a `labkit.LaunchParams`, built once; setting one on a node is
+A kernel node's parameters are a `labkit._prepared.LaunchParams`, built once; setting one on a node is
 one driver call (``cuGraphExecKernelNodeSetParams`` with the prebuilt block).
 """
 from __future__ import annotations
@@ -11,12 +11,12 @@ import tempfile
 
 import numpy as np
 
-from . import _hostspans, _nvtx
+from . import _host_calls, _nvtx
 from ._errors import CudaError, check
 from ._handles import Handle, stream_handle
 from ._kernel import python_name
 from ._prepared import LaunchParams
-from .backend import kernel_node_name as _kernel_node_name, rt
+from .backends import kernel_node_name as _kernel_node_name, rt
 
 __all__ = ["Graph", "GraphExec", "KernelNode", "UpdateResult"]
 
@@ -131,7 +131,7 @@ class Graph(Handle):
 
     def set_kernel_args(self, index: int, kernel, grid=None, block=None, *args):
         """Point kernel node ``index`` (in node order) of this graph at new arguments
-        (``cuGraphKernelNodeSetParams``); ``kernel`` may be a `labkit.LaunchParams` instead."""
+        (``cuGraphKernelNodeSetParams``); ``kernel`` may be a `labkit._prepared.LaunchParams` instead."""
         self._open()
         _check_like_captured(kernel, args, self.launched)
         lp = _params(kernel, grid, block, args)
@@ -188,7 +188,7 @@ class GraphExec(Handle):
             h = getattr(stream, "handle", None)
             self._stream_h = h if h is not None and not isinstance(stream, int) else stream_handle(stream)
             self._stream = stream
-        rec = _hostspans.active     # a timeline is open: this launch is a span of its CPU row
+        rec = _host_calls.active     # a timeline is open: this launch is a span of its CPU row
         _nvtx.push("launch")
         if rec is None:
             err, = rt.cudaGraphLaunch(self.handle, self._stream_h)
@@ -237,7 +237,7 @@ class GraphExec(Handle):
     def kernel_node(self, index: int, kernel, grid=None, block=None, *args) -> "KernelNode":
         """A handle for repeated updates of kernel node ``index`` (in capture order).
 
-        ``kernel`` with its ``grid``, ``block`` and ``args`` (or one `labkit.LaunchParams`) is
+        ``kernel`` with its ``grid``, ``block`` and ``args`` (or one `labkit._prepared.LaunchParams`) is
         what the node is set to at each call of the handle; the handle's ``h(*args)`` rebinds
         to other arguments of the same kinds first (checked as `labkit.prepare` checks). Only
         this node changes, from the next launch on. Nothing is set until the first call.
@@ -247,7 +247,7 @@ class GraphExec(Handle):
         return KernelNode(self, index, self._kernel_node(index), _params(kernel, grid, block, args))
 
     def set_kernel_params(self, index: int, params: LaunchParams):
-        """Set kernel node ``index`` to a prebuilt `labkit.LaunchParams`."""
+        """Set kernel node ``index`` to a prebuilt `labkit._prepared.LaunchParams`."""
         h = self._easy.get(index)          # one handle per node for prebuilt blocks
         if h is None:
             h = self._easy[index] = self.kernel_node(index, params)
@@ -283,7 +283,7 @@ class GraphExec(Handle):
 class KernelNode:
     """One kernel node of an executable graph, updated again and again.
 
-    ``h()`` sets the node to the current `labkit.LaunchParams` (one
+    ``h()`` sets the node to the current `labkit._prepared.LaunchParams` (one
     ``cuGraphExecKernelNodeSetParams`` with the prebuilt block); ``h(*args)`` first rebinds to
     other arguments of the same kinds, reusing the blocks of arguments used before. The
     executable keeps the arguments it runs alive. Made by `GraphExec.kernel_node`.

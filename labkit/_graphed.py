@@ -40,7 +40,7 @@ from ._capture import capture
 from ._eager import graphs_are_eager
 from ._errors import check
 from ._handles import stream_handle
-from .backend import rt
+from .backends import rt
 from ._kernel import device_array
 from ._streams import Stream
 

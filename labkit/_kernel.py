@@ -18,10 +18,10 @@ import weakref
 import numpy as np
 from numba import cuda
 
-from . import _hostspans
-from .backend import device_array as _device_array, launcher as _launcher
-from .backend import pinned_array as _pinned_array, to_device as _to_device
-from .backend._numba_kernel import entry_names
+from . import _host_calls
+from .backends import device_array as _device_array, launcher as _launcher
+from .backends import pinned_array as _pinned_array, to_device as _to_device
+from .backends._numba_kernel import entry_names
 from ._handles import Handle, stream_handle
 from ._prepared import LaunchParams, PreparedLaunch, _dims
 
@@ -135,7 +135,7 @@ def kernel(fn=None, *, reference=None, cost=None):
 
 def to_device(ary, stream=0):
     """Copy a numpy array to a new device array (numba's device-array interface)."""
-    rec = _hostspans.active     # a timeline is open: the copy is a span of its CPU row
+    rec = _host_calls.active     # a timeline is open: the copy is a span of its CPU row
     t0 = rec.now() if rec is not None else 0
     out = _to_device(np.ascontiguousarray(ary), stream)
     if rec is not None:

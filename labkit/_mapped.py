@@ -9,13 +9,13 @@ On a GPU this is numba's ``cuda.mapped_array``, and the host sees each write as 
 it (a kernel orders its writes for the host with ``cuda.threadfence_system()``). On the
 simulator the kernels run when their graph is launched, so `arrivals` says when the host would
 have seen each advance of a counter there, on the simulated clock, from the launch it watched
-(`watch`); see `labkit.backend.sim.counter_arrivals` for what it can time.
+(`watch`); see `labkit.backends.sim.counter_arrivals` for what it can time.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .backend import counter_arrivals as _arrivals, mapped_array as _mapped, watch_launch
+from .backends import counter_arrivals as _arrivals, mapped_array as _mapped, watch_launch
 
 __all__ = ["MappedArray", "mapped_array", "watch"]
 

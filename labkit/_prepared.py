@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _capstack, _hostspans
-from .backend import KernelParams as _NativeParams
+from . import _open_captures, _host_calls
+from .backends import KernelParams as _NativeParams
 from ._handles import stream_handle
 
 __all__ = ["prepare", "PreparedLaunch", "LaunchParams", "launch_params"]
@@ -174,18 +174,18 @@ class PreparedLaunch:
         self.params = self.params.with_args(*args)
 
     def __call__(self, *args):
-        rec = _hostspans.active        # a timeline is open: this launch is a span of its CPU row
+        rec = _host_calls.active        # a timeline is open: this launch is a span of its CPU row
         t0 = rec.now() if rec is not None else 0
         if args:
             self.params = self.params.with_args(*args)
         p = self.params
-        if _capstack.open_count and _capstack.record(p.kernel, p.grid, p.block, p.args):
+        if _open_captures.open_count and _open_captures.record(p.kernel, p.grid, p.block, p.args):
             return                     # the eager switch: recorded, not launched
         p.native.launch(self._h, self.programmatic)
         if rec is not None:
             rec.add(f"prepared {self.kernel.name}", "launch", t0)
-        if _capstack.open_count:   # the graph refers to these buffers: keep them alive with it
-            _capstack.keep(p.args, p.kernel)
+        if _open_captures.open_count:   # the graph refers to these buffers: keep them alive with it
+            _open_captures.keep(p.args, p.kernel)
 
 
 def prepare(k, grid, block, stream, *args, programmatic: bool = False) -> PreparedLaunch:

@@ -1,7 +1,7 @@
 """`Span`: one interval of activity on one row of a timeline, the one span type of labkit.
 
-Host calls that labkit records (`labkit._hostspans`), CUPTI's records (`labkit.measure._cupti`)
-and the simulator's model clock all produce `Span`s; `labkit.measure._spans.Timeline` holds them
+Host calls that labkit records (`labkit._host_calls`), CUPTI's records (`labkit.measure._cupti`)
+and the simulator's model clock all produce `Span`s; `labkit.measure.timeline.Timeline` holds them
 and `labkit.plot.timeline` draws them. A span is a plain named tuple, cheap enough to make in a
 launch's hot path; `checked` validates one, and a `Timeline` checks every span it is given.
 

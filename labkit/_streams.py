@@ -1,10 +1,10 @@
 """`Stream` and `Event`: thin owners of a non-blocking stream and an event."""
 from __future__ import annotations
 
-from . import _hostspans
+from . import _host_calls
 from ._errors import check
 from ._handles import Handle, stream_handle
-from .backend import rt
+from .backends import rt
 
 __all__ = ["Stream", "Event", "synchronize"]
 
@@ -27,7 +27,7 @@ class Stream(Handle):
 
     def synchronize(self):
         # A closed stream's handle is None, which CUDA reads as the legacy stream: refuse it here.
-        rec = _hostspans.active
+        rec = _host_calls.active
         t0 = rec.now() if rec is not None else 0
         check(rt.cudaStreamSynchronize(self._open()), "synchronizing a stream")
         if rec is not None:
@@ -54,7 +54,7 @@ class Event(Handle):
         check(rt.cudaEventDestroy(handle), "destroying an event")
 
     def record(self, stream):
-        rec = _hostspans.active
+        rec = _host_calls.active
         t0 = rec.now() if rec is not None else 0
         check(rt.cudaEventRecord(self._open(), stream_handle(stream)), "recording an event")
         if rec is not None:
@@ -62,7 +62,7 @@ class Event(Handle):
         return self
 
     def synchronize(self):
-        rec = _hostspans.active
+        rec = _host_calls.active
         t0 = rec.now() if rec is not None else 0
         check(rt.cudaEventSynchronize(self._open()), "synchronizing an event")
         if rec is not None:
@@ -75,7 +75,7 @@ class Event(Handle):
 
 def synchronize():
     """Wait for all work on the device (``cudaDeviceSynchronize``)."""
-    rec = _hostspans.active
+    rec = _host_calls.active
     t0 = rec.now() if rec is not None else 0
     check(rt.cudaDeviceSynchronize(), "synchronizing the device")
     if rec is not None:

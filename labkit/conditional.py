@@ -36,11 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _capstack, _capture
+from . import _open_captures, _capture
 from ._errors import CudaError, check
 from ._graph import Graph, GraphExec
 from ._handles import stream_handle
-from .backend import frees_held, make_set_condition, rt
+from .backends import frees_held, make_set_condition, rt
 
 __all__ = ["Condition", "Body", "ConditionalGraph", "conditional_graph", "conditional_in_capture",
            "set_condition", "SET_CONDITION_CU", "BODY_RULE"]
@@ -182,7 +182,7 @@ class _Builder:
             cap = _capture.Capture(stream, mode)
             cap.keepalive = self._root.keepalive
             cap.nodes = []
-            stack = _capstack.push(cap)
+            stack = _open_captures.push(cap)
             failed = None
             try:
                 yield cap
@@ -190,7 +190,7 @@ class _Builder:
                 failed = e
                 raise
             finally:
-                _capstack.pop(stack)
+                _open_captures.pop(stack)
                 first = rt.cudaGetLastError()[0]
                 info = rt.cudaStreamGetCaptureInfo(h)
                 if int(info[0]) == 0 and int(info[1]) == int(

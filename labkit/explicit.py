@@ -6,7 +6,7 @@ nodes you name. Empty and 1-D memcpy nodes go straight through ``labkit.rt``
 
 A kernel node needs the kernel's function handle and its parameter block, which numba builds
 for every launch (each array becomes several parameters). `add_kernel_node` takes a
-`labkit.LaunchParams`, the block built once (or builds one from the kernel, grid, block and
+`labkit._prepared.LaunchParams`, the block built once (or builds one from the kernel, grid, block and
 arguments), and adds the node with ``cuGraphAddKernelNode`` (driver API; the simulator's
 ``cudaGraphAddKernelNode``). `chain_graph` builds its block once for all its nodes.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ._errors import CudaError, check
 from ._graph import Graph, _params
-from .backend import rt
+from .backends import rt
 
 __all__ = ["new_graph", "add_empty_node", "add_memcpy_node", "add_kernel_node", "chain_graph"]
 
@@ -46,7 +46,7 @@ def add_kernel_node(graph, deps, kernel, grid=None, block=None, *args):
         The graph to add to (it keeps ``args`` alive for as long as it lives).
     deps : sequence of nodes
         Nodes this one waits for; empty for a root node.
-    kernel : labkit.Kernel or labkit.LaunchParams
+    kernel : labkit._kernel.Kernel or labkit._prepared.LaunchParams
         The kernel (then ``grid``, ``block`` and ``*args`` follow), or its parameter block
         built once with ``kernel.params(grid, block, *args)``, to add many nodes cheaply.
     grid, block : int or tuple

@@ -9,7 +9,7 @@
 #   doctor     python -m labkit doctor: backend, GPU, versions, calibration
 #   tests      the whole test suite with LABKIT_BACKEND=cuda (tests/, conformance included)
 #   bench      python -m labkit bench --wrapper --json (the JSON line also in LOG_DIR/bench.json;
-#              `python tools/measurements_doc.py --draft LOG_DIR/bench.json` makes it a run's
+#              `python -m labkit measurements --draft LOG_DIR/bench.json` makes it a run's
 #              file for the maintainers' measurements document)
 #   calibrate  python -m labkit calibrate --out CALIBRATION_OUT (default LOG_DIR/calibration.json;
 #              the benchmark's medians go beside it as *-bench.json). To ship it, copy both to

@@ -1,7 +1,8 @@
-"""``python -m labkit {doctor,bench,calibrate,run}``: the course's command line.
+"""``python -m labkit {doctor,bench,calibrate,run,measurements}``: the course's command line.
 
 ``labkit/__main__.py`` only calls `main` here. Each verb lives in its own module of this
-package (``labkit/cli/doctor.py``, ...) with a ``main(argv) -> int``. They are imported only once
+package (``labkit/cli/doctor.py``, ...) with a ``main(argv) -> int``; the maintainers'
+procedures behind bench, calibrate and measurements are in `labkit.toolbox`. They are imported only once
 chosen, because ``import labkit`` picks the backend (and may probe a GPU): ``--help`` must stay
 instant and must work even where the backend cannot be chosen.
 """
@@ -19,6 +20,8 @@ VERBS = {
     "bench": "the chain benchmark: eager vs graph per kernel, each graph phase (--json, --wrapper)",
     "calibrate": "measure the simulator's cost model on a real GPU and save it in the package",
     "run": "execute the course notebooks and build the browsable site (build/index.html)",
+    "measurements": "maintainers: write docs/measurements.md from docs/measurements/*.json "
+                    "(--check, --draft)",
 }
 
 # run gives each kernel its own LABKIT_BACKEND, and doctor reports the error itself.

@@ -13,8 +13,8 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
-from labkit.measure.plot import _axes
-from labkit.measure.plot.theme import style
+from labkit.plot import _axes
+from labkit.plot.theme import style
 
 __all__ = ["CAPTURE_OUTCOMES", "capture_matrix", "capture_outcome"]
 

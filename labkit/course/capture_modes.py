@@ -36,7 +36,7 @@ import threading
 import labkit  # the package is initialised before its submodules: labkit.rt is the backend's
 import numpy as np
 
-from labkit.backend import is_gpu
+from labkit.backends import is_gpu
 
 from .capture_figure import capture_matrix
 from .workloads import add_one

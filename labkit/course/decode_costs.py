@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backend import cpu_us, host_us, rt
+from ..backends import cpu_us, host_us, rt
 from ..course import decoder as dec
 from ..course.workloads import busy
-from ..measure import timing
+from .. import timing
 from .._errors import check
 from .._handles import stream_handle
 from .._kernel import to_device

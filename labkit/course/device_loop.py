@@ -44,7 +44,7 @@ from .._handles import stream_handle
 from .._kernel import kernel, to_device
 from .._capture import capture
 from .._mapped import mapped_array, watch
-from ..backend import cpu_us, host_us, rt
+from ..backends import cpu_us, host_us, rt
 from ..conditional import conditional_graph, set_condition
 
 __all__ = ["DeviceLoop", "StreamingLoop", "build", "generate", "reference_until_eos",

@@ -29,11 +29,12 @@ from importlib import resources
 import numpy as np
 from numba import cuda
 
-from .. import _nvtx, backend
+from .. import _nvtx
+from ..backends import is_gpu, name as _backend_name
 from .._errors import check
 from .._handles import stream_handle
-from ..backend import rt
-from ..backend import host_us
+from ..backends import rt
+from ..backends import host_us
 from .._capture import capture
 from .._kernel import device_array, kernel
 from .decoder import step as dec_step
@@ -213,9 +214,9 @@ def mlp_reference(m, x, layer: int = 0) -> np.ndarray:
 
 
 def _need_gpu(what: str):
-    if backend.name != "cuda":
+    if not is_gpu:
         raise RuntimeError(f"{what} needs a GPU (backend 'cuda'); this is backend "
-                           f"{backend.name!r}. On the simulator, run labkit's equivalent instead")
+                           f"{_backend_name!r}. On the simulator, run labkit's equivalent instead")
 
 
 def torch_compile_generate(m, prompt_token: int, n_tokens: int, warmup: int = 3) -> DecodeResult:

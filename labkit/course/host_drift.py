@@ -13,7 +13,7 @@ calibrated cost model, as it charges every runtime call.
 """
 from __future__ import annotations
 
-from ..backend import host_us, rt
+from ..backends import host_us, rt
 from .._handles import stream_handle
 
 __all__ = ["Drift"]

@@ -15,8 +15,8 @@ import numpy as np
 from numba import cuda
 
 from .._capture import capture
-from ..backend import course_size
-from ..measure.timing import gpu_measure
+from ..backends import course_size
+from ..timing import gpu_measure
 from .._kernel import kernel
 
 __all__ = ["preprocess", "infer_step", "add_k", "request_reference", "fusion_sizes", "kernel_gpu_us",

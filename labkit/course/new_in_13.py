@@ -22,7 +22,7 @@ from numba import cuda
 from .. import _graph
 from .._errors import check
 from .._kernel import kernel
-from ..backend import name as _backend, rt
+from ..backends import name as _backend, rt
 from .workloads import _busy_cost, _busy_ref, add_one
 
 __all__ = ["log_step", "model_step", "respond", "dot_text", "dot_nodes", "dot_edges",

@@ -29,7 +29,7 @@ from numba import cuda
 from .._capture import capture
 from .._errors import check
 from .._kernel import device_array, kernel, to_device
-from ..backend import host_us, rt
+from ..backends import host_us, rt
 from ..conditional import conditional_graph, set_condition
 
 __all__ = ["capture_sizes", "add_rows", "Pool", "STRATEGIES", "capture_all",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda
 
-from ..backend import course_size
+from ..backends import course_size
 from .._kernel import kernel
 
 __all__ = ["add_one", "scale", "busy", "saxpy", "sizes", "chain"]

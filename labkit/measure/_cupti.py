@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from labkit._kernel import python_name
-from labkit.measure._spans import CPU_ROW, Span, Timeline
+from labkit.measure.timeline import CPU_ROW, Span, Timeline
 
 # CUpti_ActivityKind and CUpti_CallbackDomain values from cupti_activity.h / cupti_callbacks.h.
 # They are C ABI and stable; they let records be converted (and tested) without the module.
@@ -425,5 +425,5 @@ class KernelTrace:
         return records_to_spans(self.records, t0_ns, kernel_name=python_name)
 
     def timeline(self, t0_ns: int | None = None, note: str = "") -> Timeline:
-        """The trace as a :class:`~labkit.measure._spans.Timeline` with source "cupti"."""
+        """The trace as a :class:`~labkit.measure.timeline.Timeline` with source "cupti"."""
         return Timeline(self.spans(t0_ns), source="cupti", note=note)

@@ -1,7 +1,7 @@
 """Recording a timeline on either backend: labkit's own CPU row, the device's rows.
 
 Both backends draw the same CPU row: the spans labkit records around its own calls
-(`labkit._hostspans`: an eager launch with numba's whole dispatch, a prepared launch, a graph
+(`labkit._host_calls`: an eager launch with numba's whole dispatch, a prepared launch, a graph
 launch, synchronizations, copies), each timed with the backend's host clock. The device rows
 come from the simulator's model, or on a GPU from CUPTI's activity records. Only CUPTI's GPU
 kinds are asked for: its API records would draw ``cuLaunchKernel`` instead of numba's dispatch,
@@ -39,8 +39,8 @@ from .._capture import capture
 from .._kernel import Kernel, to_device
 from .._prepared import prepare
 from .._streams import Stream
-from ..backend import host_us
-from ._spans import CPU_ROW, Span, Timeline
+from ..backends import host_us
+from .timeline import CPU_ROW, Span, Timeline
 
 
 def shifted(spans: list[Span], origin_us: float) -> list[Span]:

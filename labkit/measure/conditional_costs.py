@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..measure import timing
+from .. import timing
 from .._errors import check
 from .._kernel import kernel, to_device
-from ..backend import rt
+from ..backends import rt
 from ..conditional import conditional_graph, set_condition
 from numba import cuda
 

@@ -22,7 +22,7 @@ import numpy as np
 
 import labkit
 from labkit import timing
-from labkit.backend import course_size
+from labkit.backends import course_size
 
 __all__ = ["QUANTILES", "SLOW_ABOVE", "SPIKE_ABOVE", "HOST_PACED", "call_trace", "speed_ratios", "warmup", "measure"]
 

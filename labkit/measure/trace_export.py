@@ -36,7 +36,7 @@ from typing import Mapping, NamedTuple
 import labkit
 from labkit._streams import Stream
 
-from ._spans import CPU_ROW, Timeline, row_labels
+from .timeline import CPU_ROW, Timeline, row_labels
 
 __all__ = ["chrome_trace", "save_chrome_trace", "thread_names", "tracks", "Track", "HOST_PID",
            "GPU_PID"]
@@ -46,7 +46,7 @@ HOST_THREAD = "host: Python thread"     # labkit records the calls of the thread
 
 
 def _stream_row(handle: int) -> str:
-    return f"stream {labkit.backend.stream_trace_id(handle)}"
+    return f"stream {labkit.backends.stream_trace_id(handle)}"
 
 
 def thread_names(timeline: Timeline, stream_names: Mapping | None = None) -> dict[str, str]:
@@ -107,7 +107,7 @@ def chrome_trace(timeline: Timeline, stream_names: Mapping | None = None) -> dic
 
     Parameters
     ----------
-    timeline : labkit.measure._spans.Timeline
+    timeline : labkit.measure.timeline.Timeline
         What ``with labkit.timing.timeline() as rec`` left in ``rec.timeline``.
     stream_names : mapping, optional
         Streams' roles, as `labkit.plot.timeline` takes them (``{stream: "decode"}``): they

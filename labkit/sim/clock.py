@@ -15,21 +15,12 @@ model's exact figures.
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
 
 import numpy as np
 
 from .._calibration import host_noise as _host_noise, jitter as _jitter, load, params as _params
+from .._span import Span
 from . import _engine
-
-
-class Span(NamedTuple):
-    """One recorded interval of the model's clock (µs); labkit's timelines are made from these."""
-    row: str
-    name: str
-    start_us: float
-    end_us: float
-    kind: str
 
 
 DEFAULT_SEED = 2024

@@ -7,7 +7,8 @@ charges, and a GPU's calibration would then be misread by the simulator.
 import pytest
 
 import labkit
-from labkit.cli import calibrate
+from labkit.cli import calibrate as calibrate_cli
+from labkit.toolbox import calibrate
 
 pytestmark = [pytest.mark.skipif(labkit.backend != "sim", reason="calibrates the simulator itself"),
               pytest.mark.usefixtures("steady_host_module")]   # its exact figures, to give them back
@@ -118,9 +119,10 @@ def test_one_run_writes_a_whole_file_that_matches_the_schema(calibrated, tmp_pat
 
 def test_main_writes_the_calibration_and_the_benchmark_in_one_run(calibrated, tmp_path, monkeypatch):
     import json
-    monkeypatch.setattr(calibrate, "measure", lambda rounds: {**calibrated, "bench": calibrated["bench"]})
+    monkeypatch.setattr(calibrate_cli, "measure",
+                        lambda rounds: {**calibrated, "bench": calibrated["bench"]})
     out = tmp_path / "gpu.json"
-    assert calibrate.main(["--out", str(out), "--rounds", "2"]) == 0
+    assert calibrate_cli.main(["--out", str(out), "--rounds", "2"]) == 0
     written = json.loads(out.read_text())
     assert written["params"] == calibrated["params"] and "bench" not in written
     assert json.loads((tmp_path / "gpu-bench.json").read_text())["rounds"] == 2

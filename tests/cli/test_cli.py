@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from labkit.cli import doctor, run
-from labkit.backend import BackendError
+from labkit.backends import BackendError
 
 TINY_FIGURE = "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.show()"
 

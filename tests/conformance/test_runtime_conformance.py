@@ -14,6 +14,7 @@ Only `labkit.rt` and labkit's public API are used, so nothing here knows which b
 from __future__ import annotations
 
 import labkit  # before numba.cuda (sets NUMBA_ENABLE_CUDASIM on "sim")
+from labkit import _errors
 import numpy as np
 import pytest
 from labkit import CudaError, rt
@@ -784,7 +785,7 @@ def test_labkit_capture_on_the_legacy_stream_raises_900_with_a_hint(res):
             pass
     assert ei.value.code == E.cudaErrorStreamCaptureUnsupported
     assert "capture a stream you created" in ei.value.hint
-    assert ei.value.hint == labkit.hint_for(900, "cudaStreamBeginCapture")
+    assert ei.value.hint == _errors.hint_for(900, "cudaStreamBeginCapture")
     assert status(0) == ST.cudaStreamCaptureStatusNone
 
 

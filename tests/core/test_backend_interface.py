@@ -1,4 +1,4 @@
-"""Both backends implement the one interface written down in labkit.backend._interface: every
+"""Both backends implement the one interface written down in labkit.backends._interface: every
 name, with the same parameters, and each module's ``__all__`` lists exactly those names."""
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit.backend import _interface
-from labkit.backend import cuda as cuda_backend   # importable without a GPU: nothing runs
-from labkit.backend import sim as sim_backend
+from labkit.backends import _interface
+from labkit.backends import cuda as cuda_backend   # importable without a GPU: nothing runs
+from labkit.backends import sim as sim_backend
 from tests.kernels import BLOCK, GRID, N, add_one
 
 BACKENDS = {"cuda": cuda_backend, "sim": sim_backend}
@@ -65,16 +65,16 @@ def test_a_backends_parameter_block_has_every_method_and_field_of_the_interface(
 
 def test_the_active_backends_parameter_block_is_one_at_runtime():
     x = labkit.to_device(np.zeros(N, np.float32))
-    from labkit.backend import KernelParams
+    from labkit.backends import KernelParams
     block = KernelParams(add_one, (GRID, 1, 1), (BLOCK, 1, 1), (x,))
     assert isinstance(block, _interface.KernelParamBlock)
 
 
 def test_the_package_passes_on_every_name_of_the_interface():
-    from labkit import backend as package    # a str naming the backend, which reaches the package
+    from labkit import backends as package
     methods, data = _members(_interface.Backend)
     for m in methods + data:
         if m == "IS_GPU":
-            assert package.is_gpu is BACKENDS[str(labkit.backend)].IS_GPU
+            assert package.is_gpu is BACKENDS[labkit.backend].IS_GPU
         else:
-            assert getattr(package, m) is getattr(BACKENDS[str(labkit.backend)], m), m
+            assert getattr(package, m) is getattr(BACKENDS[labkit.backend], m), m

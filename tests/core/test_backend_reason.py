@@ -14,7 +14,7 @@ import types
 import pytest
 
 import labkit
-from labkit.backend import _choose as _backend
+from labkit.backends import _choose as _backend
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHILD = ("import labkit, subprocess, sys\n"

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import labkit
+from labkit import _errors
 from labkit.course import workloads as w
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -52,7 +53,7 @@ def test_check_returns_values_and_raises_with_name_and_hint():
 
 @pytest.mark.parametrize("code", [900, 901, 902, 903, 904, 905, 906, 907, 910])
 def test_every_capture_error_has_a_hint(code):
-    assert len(labkit.hint_for(code)) > 40
+    assert len(_errors.hint_for(code)) > 40
 
 
 def test_capturing_stream_0_gives_the_same_hint_through_labkit_capture_and_the_raw_call():
@@ -65,7 +66,7 @@ def test_capturing_stream_0_gives_the_same_hint_through_labkit_capture_and_the_r
                                                r"cudaErrorStreamCaptureUnsupported \(900\)") as raw:
         labkit.check(labkit.rt.cudaStreamBeginCapture(0, mode), "cudaStreamBeginCapture")
     labkit.rt.cudaGetLastError()
-    assert wrapped.value.hint == raw.value.hint == labkit.hint_for(900, "cudaStreamBeginCapture")
+    assert wrapped.value.hint == raw.value.hint == _errors.hint_for(900, "cudaStreamBeginCapture")
     assert "capture a stream you created" in raw.value.hint
     # no capture exists to be invalidated: the hint must not say one was
     assert "no capture began" in raw.value.hint and "invalidat" not in raw.value.hint
@@ -82,13 +83,13 @@ def test_capturing_stream_0_gives_the_same_hint_through_labkit_capture_and_the_r
 ])
 def test_a_900_whose_call_is_known_gets_that_calls_hint_alone(context, says, not_says):
     e = labkit.CudaError(900, context)
-    assert says in e.hint and not_says not in e.hint and e.hint != labkit.hint_for(900)
+    assert says in e.hint and not_says not in e.hint and e.hint != _errors.hint_for(900)
     assert str(e).count("hint:") == 1
 
 
 def test_a_900_whose_call_is_unknown_gets_every_cause():
     hint = labkit.CudaError(900).hint
-    assert hint == labkit.hint_for(900)
+    assert hint == _errors.hint_for(900)
     for cause in ("stream 0", "synchronize or query", "allocation or free", "numpy array"):
         assert cause in hint
 

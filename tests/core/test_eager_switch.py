@@ -19,13 +19,13 @@ def _zeros():
 
 
 def test_the_environment_variable_turns_the_switch_on_and_eager_false_overrides_it():
-    code = ("import labkit; a = labkit.graphs_are_eager()\n"
-            "with labkit.eager(False): b = labkit.graphs_are_eager()\n"
+    code = ("import labkit; a = labkit._eager.graphs_are_eager()\n"
+            "with labkit.eager(False): b = labkit._eager.graphs_are_eager()\n"
             "print(a, b)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          env=dict(os.environ, LABKIT_GRAPHS="eager"))
     assert out.stdout.split() == ["True", "False"], out.stderr
-    assert not labkit.graphs_are_eager()
+    assert not labkit._eager.graphs_are_eager()
 
 
 def test_an_eager_capture_runs_nothing_in_its_block_and_each_launch_runs_it_once():
@@ -36,7 +36,7 @@ def test_an_eager_capture_runs_nothing_in_its_block_and_each_launch_runs_it_once
             w.scale[4, 256, s](x, np.float32(3.0))
         s.synchronize()
         assert x.copy_to_host()[0] == 0.0          # recorded, as a capture records
-        assert isinstance(cap.graph, labkit.EagerGraph) and len(cap.graph) == 2
+        assert isinstance(cap.graph, labkit._eager.EagerGraph) and len(cap.graph) == 2
         ex = cap.graph.instantiate()
         ex.upload(s)
         ex.launch(s)

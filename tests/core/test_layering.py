@@ -17,25 +17,26 @@ PKG = Path(__file__).resolve().parents[2] / "labkit"
 # Bottom first. A module may import modules of its own layer and of the layers below it.
 LAYERS = [
     # labkit._span (the one Span type) imports nothing: it sits at the bottom, for the simulator too
-    ("runtime", ["labkit._span", "labkit.sim", "labkit.sim.*", "labkit._calibration",
-                 "labkit._runtime12"]),
-    ("leaves", ["labkit._errors", "labkit._handles", "labkit._capstack", "labkit._hostspans",
-                "labkit._nvtx"]),
-    ("backend", ["labkit.backend", "labkit.backend.*"]),
+    ("runtime", ["labkit._span", "labkit.sim", "labkit.sim.*", "labkit._calibration"]),
+    ("leaves", ["labkit._errors", "labkit._handles", "labkit._open_captures",
+                "labkit._host_calls", "labkit._nvtx"]),
+    ("backend", ["labkit.backends", "labkit.backends.*"]),
     ("kernels, streams, prepared", ["labkit._kernel", "labkit._streams", "labkit._prepared",
                                     "labkit._mapped"]),
     ("capture, graphs, cache", ["labkit._capture", "labkit._graph", "labkit.cache",
                                 "labkit.explicit", "labkit.conditional", "labkit._graphed",
-                                "labkit._eager", "labkit._captured"]),
+                                "labkit._eager", "labkit._compare"]),
     ("public API", ["labkit"]),
     # above the public API core, and free to import it
-    ("measure", ["labkit.measure", "labkit.measure.*", "labkit.timing", "labkit.plot"]),
+    ("measure", ["labkit.measure", "labkit.measure.*", "labkit.timing", "labkit.plot",
+                 "labkit.plot.*"]),
     ("course", ["labkit.course", "labkit.course.*"]),
+    ("toolbox", ["labkit.toolbox", "labkit.toolbox.*"]),
     ("cli", ["labkit.cli", "labkit.cli.*", "labkit.__main__"]),
 ]
 # Import nothing of labkit but the bottom's leaf, labkit._span.
-LEAVES = {"labkit._span", "labkit._errors", "labkit._handles", "labkit._capstack", "labkit._hostspans",
-          "labkit._nvtx"}
+LEAVES = {"labkit._span", "labkit._errors", "labkit._handles", "labkit._open_captures",
+          "labkit._host_calls", "labkit._nvtx"}
 CORE = {name for name, _ in LAYERS[:LAYERS.index(("public API", ["labkit"])) + 1]}
 # Where a comparison with a backend's name is no branch on the active backend.
 NAME_COMPARISONS_ALLOWED = {
@@ -153,7 +154,7 @@ def _compares_backend_name(node) -> bool:
 def test_no_code_outside_the_backend_branches_on_its_name():
     found = []
     for mod, path in MODULES.items():
-        if mod == "labkit.backend" or mod.startswith("labkit.backend."):
+        if mod == "labkit.backends" or mod.startswith("labkit.backends."):
             continue
         tree = ast.parse(path.read_text())
         for fn in [tree] + [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]:
@@ -166,6 +167,6 @@ def test_no_code_outside_the_backend_branches_on_its_name():
                 for n in ast.walk(stmt):
                     if isinstance(n, ast.Compare) and _compares_backend_name(n):
                         found.append(f"{mod} line {n.lineno}")
-    assert not found, ("branches on the backend's name outside labkit/backend (use the backend "
-                       "interface, or labkit.backend.course_size for problem sizes): "
+    assert not found, ("branches on the backend's name outside labkit/backends (use the backend "
+                       "interface, or labkit.backends.course_size for problem sizes): "
                        + ", ".join(sorted(set(found))))

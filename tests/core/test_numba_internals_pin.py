@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from labkit.backend import _numba_kernel
+from labkit.backends import _numba_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,7 +49,7 @@ def test_a_numba_cuda_outside_the_pin_is_refused_with_the_install_line():
 def test_no_module_but_the_pinned_one_touches_numbas_private_launch_internals():
     users = [p.relative_to(ROOT).as_posix() for p in (ROOT / "labkit").rglob("*.py")
              if re.search(r"\._prepare_args\b|\._codelibrary\b", p.read_text())]
-    assert users == ["labkit/backend/_numba_kernel.py"]
+    assert users == ["labkit/backends/_numba_kernel.py"]
 
 
 def test_entry_names_are_the_compiled_overloads_symbols():

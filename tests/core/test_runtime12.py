@@ -5,7 +5,7 @@ import types
 
 import pytest
 
-from labkit._runtime12 import SAME_AS_IN_13, Runtime12, cuda_runtime
+from labkit.backends._cuda12 import SAME_AS_IN_13, Runtime12, cuda_runtime
 
 
 def _bindings12():

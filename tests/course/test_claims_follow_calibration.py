@@ -3,7 +3,7 @@
 Notebook 01 claims that one graph launch costs the host under a tenth of eager launches per
 kernel. On the packaged H200 calibration that holds (0.01 µs against 21 µs). With graph
 launches made as dear per node as an eager numba launch, the same notebook cells, run in
-strict mode, must stop with `labkit.ClaimFailed` naming that claim; in learner mode they go on
+strict mode, must stop with `labkit.measure.claims.ClaimFailed` naming that claim; in learner mode they go on
 with a note. The cells are the notebook's own (read through the build tool), not a copy.
 """
 from __future__ import annotations

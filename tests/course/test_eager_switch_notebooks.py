@@ -20,7 +20,7 @@ def test_the_capstones_graph_decode_gives_numpys_tokens_with_the_switch_on():
     want = dec.reference_generate(m, 1, 6)
     with labkit.Stream() as s, labkit.eager():
         ex = dec.capture_step(m, s)
-        assert isinstance(ex, labkit.EagerExec)
+        assert isinstance(ex, labkit._eager.EagerExec)
         graph = dec.generate_graph(m, 1, 6, s, exec_=ex)
         eager = dec.generate_eager(m, 1, 6, s)
     np.testing.assert_array_equal(graph.tokens, want)

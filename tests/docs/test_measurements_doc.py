@@ -1,23 +1,11 @@
 """The maintainers' measurements document is generated from its data, one JSON per GPU run."""
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
-from tests.notebook_sources import ROOT
-
-
-def _tool():
-    spec = importlib.util.spec_from_file_location("measurements_doc",
-                                                  ROOT / "tools" / "measurements_doc.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-tool = _tool()
+from labkit.toolbox import measurements as tool
 
 
 def _run(**changes):
@@ -31,7 +19,7 @@ def _run(**changes):
 
 def test_the_measurements_document_is_what_its_data_gives():
     assert tool.DOC.read_text(encoding="utf-8") == tool.render(tool.load()), (
-        "docs/measurements.md is stale: run python tools/measurements_doc.py")
+        "docs/measurements.md is stale: run python -m labkit measurements")
 
 
 def test_every_run_file_is_listed_and_rendered_newest_first(tmp_path):
@@ -64,7 +52,7 @@ def test_check_mode_fails_on_a_stale_document(tmp_path, monkeypatch, capsys):
     doc.write_text("hand-edited\n")
     monkeypatch.setattr(tool, "DOC", doc)
     assert tool.main(["--check"]) == 1
-    assert "run `python tools/measurements_doc.py`" in capsys.readouterr().err
+    assert "run `python -m labkit measurements`" in capsys.readouterr().err
     assert tool.main([]) == 0 and tool.main(["--check"]) == 0
 
 

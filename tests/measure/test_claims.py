@@ -1,27 +1,27 @@
-"""labkit.expect: strict mode raises, learner mode shows a note and goes on."""
+"""labkit.measure.claims.expect: strict mode raises, learner mode shows a note and goes on."""
 import json
 
 import pytest
 
-import labkit
 from labkit.measure import claims
+from labkit.measure.claims import expect
 
 
 def test_a_claim_that_holds_passes_in_both_modes(monkeypatch):
     for m in ("strict", "learner"):
         monkeypatch.setenv("LABKIT_CLAIMS", m)
-        assert labkit.expect(True, "graphs are cheaper", measured="1 µs vs 20 µs", why="-")
+        assert expect(True, "graphs are cheaper", measured="1 µs vs 20 µs", why="-")
 
 
 def test_strict_mode_raises_an_assertion_naming_claim_and_measurement(monkeypatch):
     monkeypatch.setenv("LABKIT_CLAIMS", "strict")
     with pytest.raises(AssertionError, match=r"^expected: graphs are cheaper; measured here: 30 µs"):
-        labkit.expect(False, "graphs are cheaper", measured="30 µs", why="a slow GPU")
+        expect(False, "graphs are cheaper", measured="30 µs", why="a slow GPU")
 
 
 def test_learner_mode_prints_a_note_and_goes_on(monkeypatch, capsys):
     monkeypatch.setenv("LABKIT_CLAIMS", "learner")
-    assert labkit.expect(False, "graphs are cheaper", measured="30 µs", why="a slow GPU",
+    assert expect(False, "graphs are cheaper", measured="30 µs", why="a slow GPU",
                          look="the timeline above") is False
     out = capsys.readouterr().out
     for part in ("graphs are cheaper", "30 µs", "a slow GPU", "the timeline above", "nothing is broken"):
@@ -54,8 +54,8 @@ def test_the_log_gets_one_json_line_per_claim_held_or_not(monkeypatch, tmp_path,
     monkeypatch.setenv("LABKIT_CLAIMS", "learner")
     monkeypatch.setenv("LABKIT_CLAIMS_LOG", str(log))
     monkeypatch.setenv("LABKIT_CLAIMS_TAG", "01|load")
-    labkit.expect(True, "graphs are cheaper", measured="1 µs vs 20 µs", why="-")
-    labkit.expect(False, "graphs are cheaper", measured="30 µs", why="a slow GPU")
+    expect(True, "graphs are cheaper", measured="1 µs vs 20 µs", why="-")
+    expect(False, "graphs are cheaper", measured="30 µs", why="a slow GPU")
     rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     assert [(r["holds"], r["measured"], r["notebook"], r["mode"]) for r in rows] == [
         (True, "1 µs vs 20 µs", "01|load", "learner"), (False, "30 µs", "01|load", "learner")]
@@ -64,5 +64,5 @@ def test_the_log_gets_one_json_line_per_claim_held_or_not(monkeypatch, tmp_path,
 def test_without_the_log_variable_nothing_is_written(monkeypatch, tmp_path):
     monkeypatch.delenv("LABKIT_CLAIMS_LOG", raising=False)
     monkeypatch.chdir(tmp_path)
-    labkit.expect(True, "graphs are cheaper", measured="1 µs", why="-")
+    expect(True, "graphs are cheaper", measured="1 µs", why="-")
     assert list(tmp_path.iterdir()) == []

@@ -1,4 +1,4 @@
-"""labkit.plot and labkit.measure._spans: every plot renders, says where its numbers come from, and
+"""labkit.plot and labkit.measure.timeline: every plot renders, says where its numbers come from, and
 shows what it claims (gaps as gaps, break-even where the lines cross, the DAG's layers)."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
 
 from labkit import plot  # noqa: E402
-from labkit.measure._spans import Span, Timeline  # noqa: E402
+from labkit.measure.timeline import Span, Timeline  # noqa: E402
 from labkit.measure.stats import Stats  # noqa: E402
 
 PROV = "simulated, calibrated on Test GPU"

@@ -15,8 +15,8 @@ import pytest  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 
 from labkit import plot  # noqa: E402
-from labkit.measure._spans import Span, Timeline  # noqa: E402
-from labkit.measure.plot import theme  # noqa: E402
+from labkit.measure.timeline import Span, Timeline  # noqa: E402
+from labkit.plot import theme  # noqa: E402
 from labkit.measure.stats import Stats  # noqa: E402
 
 PROV = "simulated, calibrated on Test GPU"
@@ -157,13 +157,13 @@ def test_no_drawing_module_is_hidden_by_a_function_of_the_same_name():
         name = path.stem
         if name == "__init__":
             continue
-        module = importlib.import_module(f"labkit.measure.plot.{name}")
+        module = importlib.import_module(f"labkit.plot.{name}")
         assert getattr(plot, name, module) is module, \
             f"labkit.plot.{name} is not the module {name}.py: rename one of the two"
 
 
 def test_a_gpu_trace_names_a_stream_by_its_trace_id_and_an_unmatched_name_is_no_error(monkeypatch):
-    from labkit.measure.plot import _axes
+    from labkit.plot import _axes
     traced = Timeline([Span("CPU", "cudaLaunchKernel", 0.0, 5.0, "launch"),
                        Span("stream 13", "a", 5.0, 50.0, "kernel")], source="cupti")
     monkeypatch.setattr(_axes, "stream_row", lambda handle: {4096: "stream 13"}.get(handle, "?"))
@@ -177,7 +177,7 @@ def test_the_style_file_ships_with_the_package():
         import tomllib
     except ImportError:   # Python 3.10
         import tomli as tomllib
-    root = PLOT_DIR.parents[2]
+    root = PLOT_DIR.parents[1]
     patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
         "package-data"]["labkit"]
     style_file = theme.STYLE_FILE.relative_to(root / "labkit").as_posix()

@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from labkit import plot  # noqa: E402
-from labkit.measure._spans import Span, Timeline  # noqa: E402
+from labkit.measure.timeline import Span, Timeline  # noqa: E402
 from labkit.measure.stats import Stats  # noqa: E402
 
 PROV = "measured on Test GPU"

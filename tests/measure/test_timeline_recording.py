@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import labkit
-from labkit import _hostspans, timing
+from labkit import _host_calls, timing
 from labkit.measure import _trace
-from labkit.measure._spans import CPU_ROW, Span
+from labkit.measure.timeline import CPU_ROW, Span
 from labkit.sim.clock import Lanes, P
 from tests.kernels import BLOCK, GRID, N, add_one
 
@@ -67,7 +67,7 @@ def test_raw_runtime_calls_outside_labkit_calls_join_the_cpu_row(stream):
 def test_no_span_is_recorded_when_no_timeline_is_open(stream):
     x = labkit.to_device(np.zeros(N, np.float32))
     add_one[GRID, BLOCK, stream](x)
-    assert _hostspans.active is None
+    assert _host_calls.active is None
 
 
 def test_timelines_cannot_nest():
@@ -75,7 +75,7 @@ def test_timelines_cannot_nest():
         with pytest.raises(RuntimeError, match=r"^a timeline is already recording"):
             with timing.timeline():
                 pass
-    assert _hostspans.active is None
+    assert _host_calls.active is None
 
 
 def test_a_forked_graph_draws_each_branch_on_a_row_of_its_own(stream):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from labkit import plot, timing
-from labkit.measure._spans import Span, Timeline
+from labkit.measure.timeline import Span, Timeline
 from labkit.measure.trace_export import (GPU_PID, HOST_PID, chrome_trace, save_chrome_trace,
                                          thread_names, tracks)
 from tests.kernels import BLOCK, GRID, N, add_one, scale

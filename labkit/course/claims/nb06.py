@@ -2,7 +2,7 @@
 needless synchronizations, where a graph does not pay, and comparisons in rounds."""
 from __future__ import annotations
 
-from labkit.backend import is_gpu
+from labkit.backends import is_gpu
 from labkit.measure.claims import claim
 
 __all__ = ["first_request_pays_the_jit", "first_graph_launch_dearer", "graph_p99_below_eager",

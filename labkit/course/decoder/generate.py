@@ -5,11 +5,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...backend import rt as _rt
+from ...backends import rt as _rt
 from ..._capture import capture
 from ..._errors import check
 from ..._handles import stream_handle
-from ...backend import host_us
+from ...backends import host_us
 from .kernels import load_prompt
 from .model import Model, _check_len, prompt_tokens, step
 

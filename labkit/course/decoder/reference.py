@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ...backend import host_us
+from ...backends import host_us
 from .generate import DecodeResult
 from .kernels import EPS
 from .model import Model, _check_len, prompt_tokens

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...backend import races, rt
+from ...backends import races, rt
 
 __all__ = ["check_scale_then_add"]
 

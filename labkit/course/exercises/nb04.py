@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...backend import races
+from ...backends import races
 
 __all__ = ["check_diamond"]
 

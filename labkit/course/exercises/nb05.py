@@ -20,7 +20,7 @@ import numpy as np
 from ..._capture import capture
 from ..._graph import Graph, GraphExec
 from ..._kernel import device_array, to_device
-from ...backend import host_us
+from ...backends import host_us
 from ..workloads import add_one, saxpy, scale
 
 __all__ = ["request_stream", "MAX_BATCH", "Server", "N", "GRID", "BLOCK", "LAYERS", "WEIGHTS",

@@ -9,11 +9,11 @@ import numpy as np
 
 from ..._kernel import pinned_array
 from ..._streams import Stream
-from ...backend import races, rt
+from ...backends import races, rt
 from ..._errors import check
 from ..._handles import stream_handle
 from ..._kernel import to_device
-from ...measure.timing import measure
+from ...timing import measure
 from ..workloads import add_one
 
 __all__ = ["slow_update", "check_fewer_syncs", "waits_in_one_call", "N_KERNELS", "MAX_RATIO",

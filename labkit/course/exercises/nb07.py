@@ -7,7 +7,7 @@ from .. import decoder as dec
 from ..._errors import check
 from ..._handles import stream_handle
 from ..._streams import Stream
-from ...backend import host_us, rt
+from ...backends import host_us, rt
 
 __all__ = ["check_capstone", "KS", "PROMPT"]
 

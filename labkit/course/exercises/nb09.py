@@ -20,12 +20,12 @@ import ctypes
 import numpy as np
 
 from .. import decoder as dec
-from ..._captured import captured
+from ..._compare import captured
 from ..._eager import graphs_are_eager
 from ..._errors import CudaError, check
 from ..._kernel import to_device
 from ..._handles import stream_handle
-from ...backend import is_gpu, reset_after_fault, rt
+from ...backends import is_gpu, reset_after_fault, rt
 
 __all__ = ["RawArray", "raw_array", "new_model", "start", "variant", "broken_decode",
            "check_decode", "PROMPT", "N_TOKENS"]

@@ -19,7 +19,7 @@ from ... import device_array
 from ..._errors import check
 from ..._graphed import graphed
 from ..._handles import stream_handle
-from ...backend import rt
+from ...backends import rt
 from ..workloads import add_one, saxpy
 
 __all__ = ["SIZE", "exercise_requests", "make_graphed", "check_serve", "DeviceOutput"]

@@ -7,7 +7,7 @@ import numpy as np
 from ..._capture import capture
 from ..._errors import check
 from ..._kernel import to_device
-from ...backend import rt
+from ...backends import rt
 from ..new_in_13 import LOG_ITERS, log_step, model_step, nodes_of
 
 __all__ = ["check_logging_switch", "N"]

@@ -13,10 +13,10 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from labkit.measure._spans import SPAN_KINDS, Timeline, row_labels
+from labkit.measure.timeline import SPAN_KINDS, Timeline, row_labels
 from labkit.measure.trace_export import tracks as trace_tracks
-from labkit.measure.plot import _axes
-from labkit.measure.plot.theme import KIND_COLORS, style
+from labkit.plot import _axes
+from labkit.plot.theme import KIND_COLORS, style
 from labkit.measure.stats import fmt_value
 
 __all__ = ["timeline", "timelines", "trace_file", "TIMELINE_MIN_WIDTH"]

@@ -7,8 +7,8 @@ from typing import Mapping, Sequence
 import numpy as np
 from matplotlib.ticker import EngFormatter
 
-from labkit.measure.plot import _axes
-from labkit.measure.plot.theme import color_for, colors_for, style
+from labkit.plot import _axes
+from labkit.plot.theme import color_for, colors_for, style
 from labkit.measure.stats import breakeven, fmt_value
 
 __all__ = ["per_kernel_cost", "phase_costs", "amortization"]

@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 from cuda.bindings import driver
-from .._runtime12 import cuda_runtime
+from ._cuda12 import cuda_runtime
 
-# cuda-bindings 13's signatures on a CUDA 12 install too (the cu12 extra): see labkit._runtime12
+# cuda-bindings 13's signatures on a CUDA 12 install too (the cu12 extra): see labkit.backends._cuda12
 rt = cuda_runtime()
 from numba import cuda as _numba
 
@@ -30,7 +30,7 @@ from .._errors import CudaError
 from ._launch import HOST_ARRAY, eager_launch
 from ._numba_kernel import compiled_parts
 
-# the names of labkit.backend._interface.Backend
+# the names of labkit.backends._interface.Backend
 __all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "mapped_array",
            "watch_launch", "counter_arrivals", "launcher",
            "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace",

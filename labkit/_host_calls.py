@@ -13,7 +13,7 @@ When no timeline is open, a hooked call pays one module-attribute read and a ``N
 
 The hook, in a hot path::
 
-    rec = _hostspans.active
+    rec = _host_calls.active
     t0 = rec.now() if rec is not None else 0
     ...the call...
     if rec is not None:

@@ -1,4 +1,4 @@
-"""The backend interface, written down: what `labkit.backend.cuda` and `labkit.backend.sim` both
+"""The backend interface, written down: what `labkit.backends.cuda` and `labkit.backends.sim` both
 implement, and all that labkit above the backend may use of either.
 
 `Backend` is the module's interface, `KernelParamBlock` the parameter block's (a backend's

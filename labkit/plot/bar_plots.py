@@ -7,8 +7,8 @@ from typing import Mapping
 
 import numpy as np
 
-from labkit.measure.plot import _axes
-from labkit.measure.plot.theme import colors_for, style
+from labkit.plot import _axes
+from labkit.plot.theme import colors_for, style
 from labkit.measure.stats import Stats, fmt_value
 
 __all__ = ["bars"]

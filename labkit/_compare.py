@@ -14,7 +14,7 @@ from ._capture import capture
 from ._eager import eager, graphs_are_eager
 from ._errors import CudaError
 from ._handles import stream_handle
-from .backend import rt
+from .backends import rt
 
 __all__ = ["captured", "Captured", "compare_outputs", "Comparison"]
 

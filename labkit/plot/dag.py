@@ -5,8 +5,8 @@ from __future__ import annotations
 import networkx as nx
 from matplotlib.lines import Line2D
 
-from labkit.measure.plot import _axes
-from labkit.measure.plot.theme import NODE_COLORS, UNKNOWN_NODE_COLOR, style
+from labkit.plot import _axes
+from labkit.plot.theme import NODE_COLORS, UNKNOWN_NODE_COLOR, style
 
 __all__ = ["graph_dag"]
 

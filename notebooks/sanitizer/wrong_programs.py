@@ -1,8 +1,8 @@
 """Small wrong programs for the debugging tools that notebook 11 names (GPU only).
 
-    compute-sanitizer --tool memcheck  python tools/sanitizer_demo.py oob    [--graph]
-    compute-sanitizer --tool racecheck python tools/sanitizer_demo.py shared [--graph]
-    CUDA_LAUNCH_BLOCKING=1             python tools/sanitizer_demo.py oob    [--graph]
+    compute-sanitizer --tool memcheck  python sanitizer/wrong_programs.py oob    [--graph]
+    compute-sanitizer --tool racecheck python sanitizer/wrong_programs.py shared [--graph]
+    CUDA_LAUNCH_BLOCKING=1             python sanitizer/wrong_programs.py oob    [--graph]
 
 ``oob``: a kernel writes one block past the end of its 1,024-element array, between two correct
 kernels. ``shared``: a block's threads write one shared-memory slot and read it back without

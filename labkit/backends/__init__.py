@@ -1,7 +1,7 @@
 """The one place that differs between a GPU and the simulator: chosen once, at ``import labkit``.
 
-``LABKIT_BACKEND=auto|cuda|sim`` (see `_choose`). The chosen module, `labkit.backend.cuda` or
-`labkit.backend.sim`, implements the interface written down in `_interface` (``Backend``, and
+``LABKIT_BACKEND=auto|cuda|sim`` (see `_choose`). The chosen module, `labkit.backends.cuda` or
+`labkit.backends.sim`, implements the interface written down in `_interface` (``Backend``, and
 ``KernelParamBlock`` for its ``KernelParams``; a test checks both modules against it), and this
 package passes its names on. Everything above this package is the same code on both backends.
 The eager launch's shared part (span, closed-stream check, keep-alive) is `_launch`; numba's
@@ -9,9 +9,8 @@ private internals sit in `_numba_kernel`, pinned to the numba-cuda versions they
 Mapped host memory (`mapped_array`, `watch_launch`, `counter_arrivals`) lets a running graph
 publish to the host, as notebook 08's streaming loop does.
 
-``labkit.backend``, the attribute, is the backend's *name* ("cuda" or "sim": public API since
-the first notebook), a `labkit.BackendName` through which this package's names stay reachable:
-``labkit.backend.is_gpu``.
+``labkit.backend`` is the backend's *name*, a plain str ("cuda" or "sim"), which notebooks print
+and compare; this package, its implementation, is ``labkit.backends``.
 """
 from __future__ import annotations
 

@@ -16,15 +16,15 @@ The capture-mode matrix is the course's (`labkit.course.capture_modes.plot_matri
 from __future__ import annotations
 
 import labkit
-from labkit.measure.plot import _axes
-from labkit.measure.plot._axes import model_provenance, savefig, shape_provenance
-from labkit.measure.plot.bar_plots import bars
-from labkit.measure.plot.curves import amortization, per_kernel_cost, phase_costs
-from labkit.measure.plot.dag import graph_dag
-from labkit.measure.plot.distributions import latency_cdf, latency_hist
-from labkit.measure.plot.theme import (KIND_COLORS, NODE_COLORS, SERIES_COLORS, color_for,
+from labkit.plot import _axes
+from labkit.plot._axes import model_provenance, savefig, shape_provenance
+from labkit.plot.bar_plots import bars
+from labkit.plot.curves import amortization, per_kernel_cost, phase_costs
+from labkit.plot.dag import graph_dag
+from labkit.plot.distributions import latency_cdf, latency_hist
+from labkit.plot.theme import (KIND_COLORS, NODE_COLORS, SERIES_COLORS, color_for,
                                        colors_for, style)
-from labkit.measure.plot.timeline_plots import TIMELINE_MIN_WIDTH, timeline, timelines, trace_file
+from labkit.plot.timeline_plots import TIMELINE_MIN_WIDTH, timeline, timelines, trace_file
 from labkit.measure.stats import breakeven
 
 __all__ = [
@@ -40,11 +40,11 @@ def _active_provenance() -> str:
 
 
 def _active_shape_where() -> str:
-    return labkit.device_name() if labkit.backend.is_gpu else "the simulator"
+    return labkit.device_name() if labkit.backends.is_gpu else "the simulator"
 
 
 def _active_stream_row(handle: int) -> str:
-    return f"stream {labkit.backend.stream_trace_id(handle)}"
+    return f"stream {labkit.backends.stream_trace_id(handle)}"
 
 
 _axes.default_provenance = _active_provenance

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .. import _capstack, _hostspans
+from .. import _open_captures, _host_calls
 from .._handles import stream_handle
 
 __all__ = ["HOST_ARRAY", "eager_launch"]
@@ -32,15 +32,15 @@ def eager_launch(k, owner, submit: Callable[..., None], grid=None, block=None) -
     label = f"launch {k.name}"
 
     def launch(*args):
-        rec = _hostspans.active    # a timeline is open: numba's whole dispatch is the span
+        rec = _host_calls.active    # a timeline is open: numba's whole dispatch is the span
         t0 = rec.now() if rec is not None else 0
         if owner is not None and owner.handle is None:
             stream_handle(owner)                   # raises: the stream was closed
-        if _capstack.open_count and _capstack.record(k, grid, block, args):
+        if _open_captures.open_count and _open_captures.record(k, grid, block, args):
             return                                 # the eager switch: recorded, not launched
         submit(*args)
         if rec is not None:
             rec.add(label, "launch", t0)
-        if _capstack.open_count:   # the graph refers to buffers it does not own: keep them
-            _capstack.keep(args, k)
+        if _open_captures.open_count:   # the graph refers to buffers it does not own: keep them
+            _open_captures.keep(args, k)
     return launch

@@ -24,7 +24,7 @@ from ..sim import _hooks
 from ..sim import rt
 from ..sim._conditional import set_value
 
-# the names of labkit.backend._interface.Backend
+# the names of labkit.backends._interface.Backend
 __all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "mapped_array",
            "watch_launch", "counter_arrivals", "launcher",
            "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace",
