@@ -11,9 +11,10 @@ from ._handles import stream_handle
 from ._streams import Event
 from .backends import frees_held, rt
 
-__all__ = ["capture", "fork", "Capture", "current_capture"]
+__all__ = ["capture", "fork", "Capture", "current_capture", "CAPTURE_MODES"]
 
-_MODES = {
+# The capture modes by name: the one table (conditional.py and the course use it too).
+CAPTURE_MODES = {
     "global": rt.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal,
     "thread_local": rt.cudaStreamCaptureMode.cudaStreamCaptureModeThreadLocal,
     "relaxed": rt.cudaStreamCaptureMode.cudaStreamCaptureModeRelaxed,
@@ -61,8 +62,8 @@ def capture(stream, mode: str = "global"):
     captured: the block's labkit launches are recorded, and ``cap.graph`` is a
     `labkit._eager.EagerGraph` whose executable makes them at each launch.
     """
-    if mode not in _MODES:
-        raise ValueError(f"mode must be one of {sorted(_MODES)}, got {mode!r}")
+    if mode not in CAPTURE_MODES:
+        raise ValueError(f"mode must be one of {sorted(CAPTURE_MODES)}, got {mode!r}")
     if graphs_are_eager():
         yield from _record(stream, mode)
         return
@@ -74,7 +75,7 @@ def capture(stream, mode: str = "global"):
     rt.cudaGetLastError()   # start clean, so a later error is this capture's own
     # numba must not free device memory (cuMemFree) while the capture is open: see frees_held
     with _nvtx.phase("capture"), frees_held():
-        err, = rt.cudaStreamBeginCapture(h, _MODES[mode])
+        err, = rt.cudaStreamBeginCapture(h, CAPTURE_MODES[mode])
         if int(err):
             _refuse_begin(err, h)
         cap = Capture(stream, mode)

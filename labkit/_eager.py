@@ -88,9 +88,6 @@ class EagerGraph(Graph):
     def to_networkx(self):
         _eager_only("to_networkx")
 
-    def to_dot(self):
-        _eager_only("to_dot")
-
     def instantiate(self, upload_stream=None, flags=0) -> "EagerExec":
         self._open()
         return EagerExec(self)

@@ -6,8 +6,6 @@ one driver call (``cuGraphExecKernelNodeSetParams`` with the prebuilt block).
 """
 from __future__ import annotations
 
-import os
-import tempfile
 
 import numpy as np
 
@@ -107,17 +105,6 @@ class Graph(Handle):
             g.add_node(i, kind=k, label=f"{i}:{k}", name=name)
         g.add_edges_from(self.edges)
         return g
-
-    def to_dot(self) -> str:
-        """The graph in Graphviz DOT, as ``cudaGraphDebugDotPrint`` writes it."""
-        fd, path = tempfile.mkstemp(suffix=".dot")
-        os.close(fd)
-        try:
-            check(rt.cudaGraphDebugDotPrint(self._open(), path.encode(), 0), "cudaGraphDebugDotPrint")
-            with open(path) as f:
-                return f.read()
-        finally:
-            os.unlink(path)
 
     def instantiate(self, upload_stream=None, flags=0) -> "GraphExec":
         """Instantiate into an executable graph (optionally uploading it to ``upload_stream``);

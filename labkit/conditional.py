@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _open_captures, _capture
+from ._capture import CAPTURE_MODES
 from ._errors import CudaError, check
 from ._graph import Graph, GraphExec
 from ._handles import stream_handle
@@ -51,11 +52,6 @@ BODY_RULE = ("a conditional body may hold kernels, empty nodes, copies, memsets,
 
 _NT = rt.cudaGraphNodeType
 _CT = rt.cudaGraphConditionalNodeType
-_MODES = {
-    "global": rt.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal,
-    "thread_local": rt.cudaStreamCaptureMode.cudaStreamCaptureModeThreadLocal,
-    "relaxed": rt.cudaStreamCaptureMode.cudaStreamCaptureModeRelaxed,
-}
 _KINDS = {"while": _CT.cudaGraphCondTypeWhile, "if": _CT.cudaGraphCondTypeIf,
           "switch": _CT.cudaGraphCondTypeSwitch}
 
@@ -167,8 +163,8 @@ class _Builder:
         nodes (what a following node should depend on). Relaxed by default, because a kernel's
         first launch may compile and load its module inside the capture.
         """
-        if mode not in _MODES:
-            raise ValueError(f"mode must be one of {sorted(_MODES)}, got {mode!r}")
+        if mode not in CAPTURE_MODES:
+            raise ValueError(f"mode must be one of {sorted(CAPTURE_MODES)}, got {mode!r}")
         h = stream_handle(stream)
         if h in (0, 1):
             raise CudaError(rt.cudaError_t.cudaErrorStreamCaptureUnsupported,
@@ -178,7 +174,7 @@ class _Builder:
         with frees_held():     # no cuMemFree of numba's inside the capture (see frees_held)
             rt.cudaGetLastError()
             check(rt.cudaStreamBeginCaptureToGraph(h, self.handle, deps or None, None, len(deps),
-                                                   _MODES[mode]), "cudaStreamBeginCaptureToGraph")
+                                                   CAPTURE_MODES[mode]), "cudaStreamBeginCaptureToGraph")
             cap = _capture.Capture(stream, mode)
             cap.keepalive = self._root.keepalive
             cap.nodes = []

@@ -30,3 +30,14 @@ def test_tools_holds_only_what_a_maintainer_runs():
     assert len(tools) <= 4, (f"tools/ has {len(tools)} files: {tools}; keep at most 4 (the "
                              "maintainers' procedures are labkit.toolbox, called by the CLI)")
     assert {"build_notebooks.py", "gpu_check.sh"} <= set(tools)
+
+
+def test_no_tracked_file_is_over_1000_kb():
+    """What pre-commit's check-added-large-files refuses (.pre-commit-config.yaml), held in CI
+    too: outputs and data dumps belong in build/ or docs/measurements/ as small JSON."""
+    import subprocess
+    names = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
+                           check=True).stdout.decode().split("\0")
+    big = sorted(n for n in names if n and (ROOT / n).is_file()
+                 and (ROOT / n).stat().st_size > 1000 * 1024)
+    assert not big, f"tracked files over 1000 KB: {big}"

@@ -21,7 +21,7 @@ from ._choose import BackendError, choose
 __all__ = ["name", "reason", "error", "is_gpu", "rt", "to_device", "device_array", "pinned_array",
            "mapped_array", "watch_launch", "counter_arrivals",
            "launcher", "bare_launch", "KernelParams", "host_us", "cpu_us", "start_trace", "stop_trace",
-           "provenance", "course_size", "kernel_node_name", "stream_trace_id", "frees_held",
+           "provenance", "kernel_node_name", "stream_trace_id", "frees_held",
            "make_set_condition",
            "BackendError"]
 
@@ -68,12 +68,3 @@ frees_held = _impl.frees_held
 races = _impl.races
 clear_races = _impl.clear_races
 reset_after_fault = _impl.reset_after_fault
-
-
-def course_size(*, cuda, sim):
-    """The course's choice of a problem size or repeat count for the active backend.
-
-    Not a difference in behaviour: the simulator computes every kernel with numpy in real time,
-    so the course gives it smaller problems and fewer repeats; the results have the same shape.
-    """
-    return cuda if is_gpu else sim

@@ -21,7 +21,7 @@ from .. import _calibration
 from .._errors import CudaError
 from ._launch import HOST_ARRAY, eager_launch
 from ..sim import _hooks
-from ..sim import rt
+from ..sim import runtime as rt
 from ..sim._conditional import set_value
 
 # the names of labkit.backends._interface.Backend

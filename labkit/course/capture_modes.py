@@ -36,6 +36,7 @@ import threading
 import labkit  # the package is initialised before its submodules: labkit.rt is the backend's
 import numpy as np
 
+from labkit._capture import CAPTURE_MODES
 from labkit.backends import is_gpu
 
 from .capture_figure import capture_matrix
@@ -47,10 +48,7 @@ __all__ = ["MODES", "WHERES", "CALLS", "FIELDS", "Hung", "Env", "prepare", "run_
 _rt = labkit.rt
 _E = _rt.cudaError_t
 _OK = _E.cudaSuccess
-_M = _rt.cudaStreamCaptureMode
-MODES = {"global": _M.cudaStreamCaptureModeGlobal,
-         "thread_local": _M.cudaStreamCaptureModeThreadLocal,
-         "relaxed": _M.cudaStreamCaptureModeRelaxed}
+MODES = CAPTURE_MODES
 WHERES = ("capturing", "capturing_relaxed", "other", "other_relaxed")
 FIELDS = ("rc", "peek", "exchange", "exchange_back", "thread_last_error", "status", "info",
           "end", "graph", "last_error", "clean")   # what a conformance test compares

@@ -15,7 +15,7 @@ import numpy as np
 from numba import cuda
 
 from .._capture import capture
-from ..backends import course_size
+from .workloads import course_size
 from ..timing import gpu_measure
 from .._kernel import kernel
 

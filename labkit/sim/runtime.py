@@ -52,20 +52,46 @@ faults with ``cudaErrorIllegalAddress`` when it runs: the launch call succeeds, 
 that waits returns 700, and so does every call after it (sticky, as on a GPU, until
 ``labkit.reset_after_fault()``, which a GPU has not).
 
-``labkit.rt`` on the simulator is `labkit.sim.rt`, which exposes only the names here that
-``cuda.bindings.runtime`` has.
+``labkit.rt`` on the simulator is this module. It exposes only names that
+``cuda.bindings.runtime`` has (a test holds it): the functions are the simulator's; enum classes,
+structs and constants come from cuda-python. A CUDA function the simulator does not implement
+raises ``NotImplementedError`` naming the sim backend; a name CUDA does not have is an
+``AttributeError``, as on a GPU. After a fault (`labkit.sim._engine`) every call returns it,
+with None for its outputs, as on a GPU whose context is lost (sticky).
 """
-from __future__ import annotations
+
+import functools as _functools
 
 from cuda.bindings import runtime as _cr
 
-from . import (_capture, _conditional, _describe, _device, _exec, _graphmem, _graphs, _memory,
-               _nodes, _pools, _streams)
+from . import (_capture, _conditional, _describe, _device, _engine, _exec, _graphmem, _graphs,
+               _memory, _nodes, _pools, _streams)
 
 _MODULES = (_capture, _conditional, _describe, _device, _exec, _graphmem, _graphs, _memory,
             _nodes, _pools, _streams)
-for _m in _MODULES:          # each module's CUDA calls and structs: the names that start "cuda"
-    globals().update({n: v for n, v in vars(_m).items() if n.startswith("cuda")})
+_UNWRAPPED = ("cudaGetErrorName", "cudaGetErrorString")   # they answer after a fault too
+
+
+def _sticky(fn):
+    """After a fault, every call returns it, as on a GPU whose context is lost: the call's
+    outputs are None."""
+    @_functools.wraps(fn)
+    def call(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        code = _engine.sticky()
+        if code is None or not isinstance(out, tuple):
+            return out
+        return (_cr.cudaError_t(code),) + (None,) * (len(out) - 1)
+    return call
+
+
+# each module's CUDA calls and structs (the names that start "cuda" and cuda.bindings.runtime has)
+for _m in _MODULES:
+    for _name, _value in vars(_m).items():
+        if _name.startswith("cuda") and hasattr(_cr, _name):
+            _call = (callable(_value) and not isinstance(_value, type)
+                     and _name not in _UNWRAPPED)
+            globals()[_name] = _sticky(_value) if _call else _value
 
 # data cuda-python defines: enums, handle types, constants (no GPU needed)
 for _name in ("cudaError_t", "cudaStreamCaptureMode", "cudaStreamCaptureStatus",
@@ -85,8 +111,11 @@ for _name in ("cudaError_t", "cudaStreamCaptureMode", "cudaStreamCaptureStatus",
 
 
 def __getattr__(name):
-    if name.startswith("cuda"):
-        raise NotImplementedError(
-            f"{name} is not part of labkit's simulated runtime (backend 'sim'); it covers the "
-            "calls the course uses. Run on a GPU with LABKIT_BACKEND=cuda to use it")
-    raise AttributeError(name)
+    value = getattr(_cr, name, None)
+    if value is None:
+        raise AttributeError(f"cuda.bindings.runtime has no {name!r}, so neither has labkit.rt")
+    if isinstance(value, type) or not callable(value):
+        return value           # an enum, a struct or a constant: data, no GPU needed
+    raise NotImplementedError(
+        f"{name} is not part of labkit's simulated runtime (backend 'sim'); it covers the "
+        "calls the course uses. Run on a GPU with LABKIT_BACKEND=cuda to use it")

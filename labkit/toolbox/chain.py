@@ -17,9 +17,9 @@ import numpy as np
 
 import labkit
 from labkit import explicit, timing
-from labkit.backends import bare_launch, course_size
+from labkit.backends import bare_launch
 from labkit.measure.stats import Stats
-from labkit.course.workloads import add_one, chain
+from labkit.course.workloads import add_one, chain, course_size
 
 rt = labkit.rt
 GRID, BLOCK, N = 4, 256, 1024

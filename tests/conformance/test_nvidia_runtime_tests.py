@@ -2,7 +2,7 @@
 
 cuda-bindings' ``cuda_bindings/tests/test_cudart.py`` (github.com/NVIDIA/cuda-python) runs on
 GPUs in NVIDIA's CI. Its tests of the calls the course simulates run here with
-``cuda.bindings.runtime`` swapped for ``labkit.sim.rt`` (``nvidia_runtime_shim``), and must all
+``cuda.bindings.runtime`` swapped for ``labkit.sim.runtime`` (``nvidia_runtime_shim``), and must all
 pass, none skipped: a skip would mean the simulator reports an old driver or lacks an attribute
 the test asks for. Their code is NVIDIA's and is not copied into this project: point
 ``LABKIT_CUDA_PYTHON`` at a checkout of cuda-python (``git clone

@@ -168,5 +168,5 @@ def test_no_code_outside_the_backend_branches_on_its_name():
                     if isinstance(n, ast.Compare) and _compares_backend_name(n):
                         found.append(f"{mod} line {n.lineno}")
     assert not found, ("branches on the backend's name outside labkit/backends (use the backend "
-                       "interface, or labkit.backends.course_size for problem sizes): "
+                       "interface, labkit.backends.is_gpu, or labkit.course.workloads.course_size for problem sizes): "
                        + ", ".join(sorted(set(found))))
