@@ -34,6 +34,8 @@ from pathlib import Path
 import jupytext
 import nbformat
 
+from labkit.course import course_map
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 SOURCES = NOTEBOOKS / "src"
@@ -253,13 +255,27 @@ def build(nb: nbformat.NotebookNode, role: str, target: Path, repo: str | None =
 
 
 def expected() -> dict[Path, str]:
-    """Every built notebook's path and text."""
+    """Every built notebook's path and text, and the course map's README (its table written
+    from ``notebooks/course_map.json``)."""
     want = {}
     repo = course_repo()
     for source in sources():
         nb = read_source(source)
         for role, target in targets(source).items():
             want[target] = build(nb, role, target, repo)
+    entries = course_map.load(NOTEBOOKS)
+    if entries is not None:
+        learners = {p.name for p in want if p.parent == NOTEBOOKS}
+        mapped = {e.file for e in entries}
+        if mapped != learners:
+            raise SourceError(f"notebooks/{course_map.FILE} lists {sorted(mapped - learners)} "
+                              f"without a source and lacks {sorted(learners - mapped)}: give "
+                              "each notebook of notebooks/src/ one entry")
+        readme = NOTEBOOKS / "README.md"
+        try:
+            want[readme] = course_map.with_table(readme.read_text(encoding="utf-8"), entries)
+        except ValueError as exc:
+            raise SourceError(f"notebooks/README.md: {exc}") from None
     return want
 
 
@@ -293,13 +309,14 @@ def main(argv: list[str] | None = None) -> int:
               if not p.is_file() or p.read_text(encoding="utf-8") != text]
     if args.check:
         problems = [f"{rel(p)} differs from its source notebooks/src/"
-                    f"{p.stem.removesuffix('_solution')}.py" for p in differ]
+                    f"{p.stem.removesuffix('_solution')}.py" if p.suffix == ".ipynb" else
+                    f"{rel(p)}'s table differs from notebooks/{course_map.FILE}" for p in differ]
         problems += [f"{rel(p)} has no source in notebooks/src/" for p in stale(want)]
         if problems:
             print("\n".join(problems) + "\nrun `python tools/build_notebooks.py` and commit the "
                   "sources and notebooks together", file=sys.stderr)
             return 1
-        print(f"{len(want)} notebooks match their sources")
+        print(f"{len(want)} files match their sources (the notebooks and the course map)")
         return 0
     for path in differ:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -307,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         print("wrote", rel(path))
     for path in stale(want):
         print(f"note: {rel(path)} has no source; delete it if its notebook is gone", file=sys.stderr)
-    print(f"{len(want)} notebooks built, {len(differ)} changed")
+    print(f"{len(want)} files built (the notebooks and the course map), {len(differ)} changed")
     return 0
 
 

@@ -7,7 +7,8 @@ course site, built by Sphinx with myst-nb from the notebooks just executed (myst
 nothing itself) in sphinx-book-theme. The Sphinx project is packaged beside this module
 (``labkit/cli/site/``: its ``conf.py`` and style sheet); this run adds the pages:
 
-- ``index.html``, for learners: the course map (``notebooks/README.md``), each notebook's row
+- ``index.html``, for learners: the course map (``notebooks/README.md``'s prose; each notebook from
+  ``notebooks/course_map.json``)
   as a card with its goals and its key figure at a readable size (the figure of its cell tagged
   ``key-figure``, else the last figure it drew);
 - one page per notebook with its outputs and figures (tracebacks without this machine's paths;
@@ -29,6 +30,8 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from labkit.course import course_map as map_data
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]   # labkit/cli/run.py -> the checkout
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
@@ -275,22 +278,17 @@ def report_page(results: list[Result], device: str) -> str:
 
 
 LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
-ROW = re.compile(r"^\|(.*)\|\s*$")
+CARDS = "<!-- the course map's cards -->"
 
 
-def _cells(line: str) -> list[str]:
-    return [c.strip() for c in ROW.match(line).group(1).split("|")]
-
-
-def _card(row: dict[str, str], figure: str | None) -> str:
+def _card(number: str, name: str, figure: str | None, minutes: int | None = None,
+          prerequisites: str = "", goals: str = "") -> str:
     """One notebook of the course map as a card: title, minutes and prerequisites, goals, figure."""
-    number, name = row.get("#", ""), row.get("notebook", "")
     meta = []
-    if row.get("minutes"):
-        meta.append(f"about {row['minutes']} minutes")
-    if row.get("prerequisites"):
-        meta.append(f"after {row['prerequisites']}")
-    goals = row.get("you will be able to", "")
+    if minutes:
+        meta.append(f"about {minutes} minutes")
+    if prerequisites:
+        meta.append(f"after {prerequisites}")
     parts = [f"**{number} · {name}**" if number else f"**{name}**"]
     if meta:
         parts.append("*" + ", ".join(meta) + "*")
@@ -306,8 +304,8 @@ def _card(row: dict[str, str], figure: str | None) -> str:
 
 def course_map(readme: Path, pages: set[str], figures: dict[str, str] | None = None) -> str:
     """``notebooks/README.md`` for the site: headings one level down, links to pages kept, and
-    its table of notebooks as cards with each notebook's key figure (``figures``: page name to
-    base64 PNG).
+    the course map (``notebooks/course_map.json``, which also writes the README's table) as one
+    card per notebook, with its key figure (``figures``: page name to base64 PNG).
 
     A link to a notebook that this run did not execute, or to a folder such as ``solutions/``,
     has no page in the site; it stays as its text.
@@ -315,32 +313,29 @@ def course_map(readme: Path, pages: set[str], figures: dict[str, str] | None = N
     if not readme.is_file():
         return ""
     figures = figures or {}
+    text = readme.read_text(encoding="utf-8")
+    entries = map_data.load(readme.parent)
+    cards = None
+    if entries is not None and map_data.BEGIN in text and map_data.END in text:
+        head, rest = text.split(map_data.BEGIN, 1)
+        text = head + CARDS + rest.split(map_data.END, 1)[1]
+        cards = "\n\n".join(
+            _card(e.number, f"[{e.title}]({e.file})", figures.get(e.file), e.minutes,
+                  e.prerequisites, e.goals) for e in entries)
     lines, fenced = [], False
-    source = readme.read_text(encoding="utf-8").splitlines()
-    i = 0
-    while i < len(source):
-        line = source[i]
+    for line in text.splitlines():
         if line.lstrip().startswith("```"):
             fenced = not fenced
         elif not fenced and line.startswith("#"):
             line = "#" + line
-        elif not fenced and ROW.match(line) and i + 1 < len(source) and set(
-                re.sub(r"[|:\s]", "", source[i + 1])) == {"-"}:
-            header = [h.lower() for h in _cells(line)]
-            i += 2
-            while i < len(source) and ROW.match(source[i]):
-                row = dict(zip(header, _cells(source[i])))
-                target = LINK.search(row.get("notebook", ""))
-                lines += ["", _card(row, figures.get(target.group(2)) if target else None), ""]
-                i += 1
-            continue
         lines.append(line)
-        i += 1
+    body = "\n".join(lines)
+    if cards is not None:
+        body = body.replace(CARDS, f"\n{cards}\n")
 
-    def keep(m: re.Match) -> str:
-        target = m.group(2)
-        return m.group(0) if target.startswith(("http:", "https:")) or target in pages else m.group(1)
-    return LINK.sub(keep, "\n".join(lines))
+    def keep(m):
+        return m.group(0) if m.group(2) in pages or "://" in m.group(2) else m.group(1)
+    return LINK.sub(keep, body)
 
 
 def landing_page(results: list[Result], readme: Path) -> str:
@@ -349,8 +344,8 @@ def landing_page(results: list[Result], readme: Path) -> str:
     figures = {r.path.name: r.figure for r in results if r.figure}
     body = course_map(readme, pages, figures)
     if not body:       # no course map beside the notebooks: a card for each
-        body = "\n\n".join(_card({"notebook": f"[{r.title}]({r.path.name})"}, r.figure)
-                           for r in results)
+        body = "\n\n".join(_card("", f"[{r.title}]({r.path.name})", r.figure)
+                             for r in results)
     toc = "\n".join([r.path.stem for r in results] + [REPORT_PAGE])
     return (f"# {SITE_TITLE}\n\n{body}\n\n"
             f"```{{toctree}}\n:hidden:\n:maxdepth: 1\n\n{toc}\n```\n")

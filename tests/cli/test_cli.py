@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import subprocess
@@ -116,10 +117,13 @@ def test_run_site_page_shows_the_notebooks_figure(mixed_run):
 def test_run_landing_page_is_the_course_map_beside_the_notebooks(tmp_path):
     src = tmp_path / "notebooks"
     src.mkdir()
-    (src / "README.md").write_text("# Course map\n\n| # | notebook |\n| --- | --- |\n"
-                                   "| 00 | [The only one](00_only.ipynb) |\n"
-                                   "| 01 | [Not run](01_other.ipynb) |\n\n"
+    from labkit.course import course_map
+    (src / "README.md").write_text(f"# Course map\n\n{course_map.BEGIN}\n{course_map.END}\n\n"
                                    "Solutions are in [`solutions/`](solutions/).\n")
+    entry = {"minutes": 5, "prerequisites": "", "goals": "run"}
+    (src / "course_map.json").write_text(json.dumps({"notebooks": [
+        {"number": "00", "title": "The only one", "file": "00_only.ipynb", **entry},
+        {"number": "01", "title": "Not run", "file": "01_other.ipynb", **entry}]}))
     good = _write_notebook(src / "00_only.ipynb", "print('done')")
     out = tmp_path / "site"
     code, _ = _run([str(good), "--out", str(out)])

@@ -3,6 +3,7 @@ in a "Not solved yet" note rather than a traceback, code that wraps, no placehol
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import subprocess
@@ -22,11 +23,15 @@ MAP = """# Course map
 
 - one thing.
 
-| # | notebook | minutes | prerequisites | you will be able to |
-| --- | --- | --- | --- | --- |
-| 00 | [Setup](00_setup.ipynb) | 15 | Python | check a thing |
-| 01 | [Second](01_second.ipynb) | 40 | 00 | draw a figure |
+<!-- course map: written from course_map.json by tools/build_notebooks.py -->
+(the table, which the site replaces by cards)
+<!-- end of the course map -->
 """
+MAP_DATA = {"notebooks": [
+    {"number": "00", "title": "Setup", "file": "00_setup.ipynb", "minutes": 15,
+     "prerequisites": "Python", "goals": "check a thing"},
+    {"number": "01", "title": "Second", "file": "01_second.ipynb", "minutes": 40,
+     "prerequisites": "00", "goals": "draw a figure"}]}
 
 
 def _notebook(path, *sources, check=None):
@@ -47,6 +52,7 @@ def site(tmp_path_factory):
     of the course's own exercises, the second prints a long line and draws a figure."""
     src, out = tmp_path_factory.mktemp("notebooks"), tmp_path_factory.mktemp("site")
     (src / "README.md").write_text(MAP)
+    (src / "course_map.json").write_text(json.dumps(MAP_DATA))
     first = _notebook(src / "00_setup.ipynb", "import numpy as np\nx0 = np.arange(8, dtype=np.float32)",
                       check="from labkit.course.exercises.nb00 import check_scale_then_add\n"
                             "check_scale_then_add(x0.copy(), x0)")
