@@ -6,7 +6,7 @@
 package passes its names on. Everything above this package is the same code on both backends.
 The eager launch's shared part (span, closed-stream check, keep-alive) is `_launch`; numba's
 private internals sit in `_numba_kernel`, pinned to the numba-cuda versions they are known in.
-Mapped host memory (`mapped_array`, `watch_launch`, `counter_arrivals`) lets a running graph
+Mapped host memory (`mapped_array`, and `poll_step` for a host loop reading it) lets a running graph
 publish to the host, as notebook 08's streaming loop does.
 
 ``labkit.backend`` is the backend's *name*, a plain str ("cuda" or "sim"), which notebooks print
@@ -19,7 +19,7 @@ import sys
 from ._choose import BackendError, choose
 
 __all__ = ["name", "reason", "error", "is_gpu", "rt", "to_device", "device_array", "pinned_array",
-           "mapped_array", "watch_launch", "counter_arrivals",
+           "mapped_array", "poll_step",
            "launcher", "bare_launch", "KernelParams", "host_us", "cpu_us", "start_trace", "stop_trace",
            "provenance", "kernel_node_name", "stream_trace_id", "frees_held",
            "make_set_condition",
@@ -51,8 +51,7 @@ to_device = _impl.to_device
 device_array = _impl.device_array
 pinned_array = _impl.pinned_array
 mapped_array = _impl.mapped_array
-watch_launch = _impl.watch_launch
-counter_arrivals = _impl.counter_arrivals
+poll_step = _impl.poll_step
 launcher = _impl.launcher
 bare_launch = _impl.bare_launch
 KernelParams = _impl.KernelParams

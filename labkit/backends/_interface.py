@@ -62,13 +62,10 @@ class Backend(Protocol):
     def mapped_array(self, shape, dtype) -> tuple[Any, Any]:
         """``(kernel argument, host numpy view)`` of new mapped, pinned host memory."""
 
-    def watch_launch(self) -> Any:
-        """A context manager yielding a list, filled on exit with the GPU intervals of the work
-        submitted inside it (what a graph published to mapped memory, and when)."""
-
-    def counter_arrivals(self, host, count_index: int, done_index: int, watched,
-                         timeout_s: float = 60.0) -> list:
-        """Each advance of a counter in mapped memory as the host sees it: ``(count, host µs)``."""
+    def poll_step(self) -> bool:
+        """One step of a host loop that polls memory the GPU writes (mapped memory): on a GPU,
+        nothing to do (True: the GPU runs on its own); on the simulator, the host's clock moves
+        to the next piece of GPU work taking effect (False when none is left)."""
 
     def launcher(self, k, grid, block, stream, owner=None) -> Callable[..., None]:
         """``fn(*args)`` launching labkit kernel ``k`` eagerly on ``stream`` (see `_launch`)."""

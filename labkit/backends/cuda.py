@@ -12,7 +12,6 @@ runtime's kernel-node calls refuse the nodes numba-cuda launches through cuda.co
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import functools
 import re
@@ -32,7 +31,7 @@ from ._numba_kernel import compiled_parts
 
 # the names of labkit.backends._interface.Backend
 __all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "mapped_array",
-           "watch_launch", "counter_arrivals", "launcher",
+           "poll_step", "launcher",
            "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace",
            "stream_trace_id", "kernel_node_name", "provenance", "frees_held",
            "make_set_condition", "races", "clear_races", "reset_after_fault"]
@@ -72,33 +71,10 @@ def mapped_array(shape, dtype):
     return a, a
 
 
-@contextlib.contextmanager
-def watch_launch():
-    """Nothing to record on a GPU: the host reads mapped memory as the GPU writes it."""
-    yield None
-
-
-def counter_arrivals(host, count_index: int, done_index: int, watched, timeout_s: float = 60.0):
-    """Each advance of a counter in mapped memory, as the host sees it: ``(count, host µs)``.
-
-    The host spins on the counter (Python reads of host memory the GPU writes into) and yields
-    each new value with the time it saw it, until ``host[done_index]`` is non-zero and the
-    counter has not moved since.
-    """
-    seen = 0
-    deadline = time.monotonic() + timeout_s
-    while True:
-        count = int(host[count_index])
-        if count != seen:
-            seen = count
-            yield count, host_us()
-            deadline = time.monotonic() + timeout_s
-        elif int(host[done_index]):
-            if int(host[count_index]) == seen:
-                return
-        elif time.monotonic() > deadline:
-            raise TimeoutError(f"the counter in mapped memory stayed at {seen} for {timeout_s} s: "
-                               "did the graph run, and does its kernel publish there?")
+def poll_step() -> bool:
+    """One step of a host loop polling mapped memory: nothing to do on a GPU, which writes the
+    memory on its own while the host reads it."""
+    return True
 
 
 # ------------------------------------------------------------------ launch errors

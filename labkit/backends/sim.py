@@ -26,7 +26,7 @@ from ..sim._conditional import set_value
 
 # the names of labkit.backends._interface.Backend
 __all__ = ["IS_GPU", "rt", "to_device", "device_array", "pinned_array", "mapped_array",
-           "watch_launch", "counter_arrivals", "launcher",
+           "poll_step", "launcher",
            "KernelParams", "bare_launch", "host_us", "cpu_us", "start_trace", "stop_trace",
            "stream_trace_id", "kernel_node_name", "provenance", "frees_held",
            "make_set_condition", "races", "clear_races", "reset_after_fault"]
@@ -150,45 +150,11 @@ def mapped_array(shape, dtype):
     return a, a.host
 
 
-@contextlib.contextmanager
-def watch_launch():
-    """Record the simulated GPU intervals of the work submitted inside the block: the list it
-    yields is filled on exit (inside an open timeline, that timeline keeps its spans too)."""
-    out: list = []
-    clock = _hooks.clock
-    outer = clock._trace is not None
-    trace = clock._trace if outer else _hooks.start_trace()
-    first = len(trace)
-    try:
-        yield out
-    finally:
-        spans = trace[first:]
-        if not outer:
-            _hooks.stop_trace()
-        out.extend(s for s in spans if s.row != "CPU")
-
-
-def counter_arrivals(host, count_index: int, done_index: int, watched, timeout_s: float = 60.0):
-    """Each advance of a counter in mapped memory, as the host sees it: ``(count, host µs)``.
-
-    The same loop as on a GPU: the host reads the counter, and when it has not moved, spins
-    until the simulated GPU's next piece of work takes effect (`labkit.sim._hooks.spin`: the
-    host's clock moves to it, as a spinning thread's does), until ``host[done_index]`` is
-    non-zero and the counter has not moved since. ``watched`` and ``timeout_s`` are the GPU's
-    business: a simulated loop ends when no work is left to change memory.
-    """
-    seen = 0
-    while True:
-        count = int(host[count_index])
-        if count != seen:
-            seen = count
-            yield count, _hooks.host_us()
-        elif int(host[done_index]):
-            return
-        elif not _hooks.spin():
-            raise TimeoutError(f"the counter in mapped memory stayed at {seen} and no GPU work is "
-                               "left that could move it: did the graph run, and does its kernel "
-                               "publish there?")
+def poll_step() -> bool:
+    """One step of a host loop polling mapped memory: the host spins until the simulated GPU's
+    next piece of work takes effect (`labkit.sim._hooks.spin`: the host's clock moves to it, as
+    a spinning thread's does); False when no work is left that could change memory."""
+    return _hooks.spin()
 
 
 def races() -> list:

@@ -43,7 +43,7 @@ from .._errors import check
 from .._handles import stream_handle
 from .._kernel import kernel, to_device
 from .._capture import capture
-from .._mapped import mapped_array, watch
+from .._mapped import mapped_array
 from ..backends import cpu_us, host_us, rt
 from ..conditional import conditional_graph, set_condition
 
@@ -255,11 +255,10 @@ class StreamingLoop(DeviceLoop):
         self.set(prompt_token, limit, eos)
         self.out.host[:2] = 0          # the count and the stop code (the GPU is idle here)
         w0, c0 = host_us(), cpu_us()
-        with watch() as watched:
-            self.exec.launch(self.stream)
-            check(rt.cudaEventRecord(self._ev, self._h), "cudaEventRecord")
+        self.exec.launch(self.stream)
+        check(rt.cudaEventRecord(self._ev, self._h), "cudaEventRecord")
         seen = []
-        for count, t in self.out.arrivals(0, 1, watched):
+        for count, t in self.out.arrivals(0, 1):
             seen.extend([t - w0] * (count - len(seen)))   # every token up to the count
         wall, cpu = host_us() - w0, cpu_us() - c0
         check(rt.cudaEventSynchronize(self._ev), "cudaEventSynchronize")
