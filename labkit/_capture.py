@@ -44,7 +44,9 @@ class Capture:
 
 @contextlib.contextmanager
 def capture(stream, mode: str = "global"):
-    """Capture the work submitted to ``stream`` into a `labkit.Graph`.
+    """Capture the work submitted to ``stream`` into a `labkit.Graph` (cuda.core: a
+    ``GraphBuilder`` from ``stream.create_graph_builder()``, ``begin_building()`` …
+    ``end_building()``).
 
     Parameters
     ----------

@@ -42,7 +42,8 @@ def _params(kernel, grid, block, args) -> LaunchParams:
 
 
 class Graph(Handle):
-    """A CUDA graph: nodes with their kinds and the edges between them.
+    """A CUDA graph: nodes with their kinds and the edges between them (cuda.core 1.2's
+    ``cuda.core.graph.GraphDefinition``; a capture's is what its ``GraphBuilder`` ends with).
 
     Made by `labkit.capture` (or from a raw ``cudaGraph_t``); owns the handle and destroys it
     on ``close()``. It keeps the arrays its kernels were launched with alive, so a replay can
@@ -151,7 +152,8 @@ class UpdateResult:
 
 
 class GraphExec(Handle):
-    """An executable graph: `launch` it as often as you like; `update` it in place."""
+    """An executable graph: `launch` it as often as you like; `update` it in place
+    (cuda.core's ``cuda.core.graph.Graph``, what ``GraphBuilder.complete()`` returns)."""
 
     _what = "executable graph"
 
@@ -268,7 +270,8 @@ class GraphExec(Handle):
 
 
 class KernelNode:
-    """One kernel node of an executable graph, updated again and again.
+    """One kernel node of an executable graph, updated again and again (cuda.core's
+    ``ExecutableKernelNode``).
 
     ``h()`` sets the node to the current `labkit._prepared.LaunchParams` (one
     ``cuGraphExecKernelNodeSetParams`` with the prebuilt block); ``h(*args)`` first rebinds to

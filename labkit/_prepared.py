@@ -103,7 +103,8 @@ class _Family:
 
 
 class LaunchParams:
-    """``kernel[grid, block](*args)`` as the driver takes it, built once.
+    """``kernel[grid, block](*args)`` as the driver takes it, built once (cuda.core: a
+    ``LaunchConfig`` with its kernel arguments).
 
     Made by `launch_params` (or ``Kernel.params``). ``with_args(*args)`` gives the block for
     other arguments of the same kinds (checked). It keeps ``args`` alive: it holds their
@@ -189,7 +190,8 @@ class PreparedLaunch:
 
 
 def prepare(k, grid, block, stream, *args, programmatic: bool = False) -> PreparedLaunch:
-    """Prepare ``k[grid, block, stream](*args)`` once; call the result to launch it.
+    """Prepare ``k[grid, block, stream](*args)`` once; call the result to launch it (cuda.core:
+    ``launch(stream, config, kernel, *args)`` with a ``LaunchConfig`` made once).
 
     >>> p = labkit.prepare(add_one, 4, 256, s, x)
     >>> for _ in range(200):

@@ -10,7 +10,8 @@ __all__ = ["Stream", "Event", "synchronize"]
 
 
 class Stream(Handle):
-    """A non-blocking CUDA stream (never the legacy NULL stream, which cannot be captured).
+    """A non-blocking CUDA stream (never the legacy NULL stream, which cannot be captured);
+    cuda.core's ``Stream``.
 
     ``int(stream)`` and ``stream.handle`` give the raw handle for ``labkit.rt`` calls. Close it
     with ``close()`` or use it as a context manager.
@@ -42,7 +43,8 @@ class Stream(Handle):
 
 
 class Event(Handle):
-    """A CUDA event; ``timing=False`` makes the cheaper kind used only for dependencies."""
+    """A CUDA event (cuda.core's ``Event``); ``timing=False`` makes the cheaper kind used only
+    for dependencies."""
 
     _what = "event"
 

@@ -42,23 +42,23 @@ N_TOK = workloads.sizes()["tokens"]
 stream = labkit.Stream()
 
 # %% [markdown]
-# ## 1. One map, five vocabularies
+# ## 1. One map, six vocabularies
 #
 # Every framework that replays CUDA graphs meets the problems this course met, and solves them
 # the same way under other names. Each row links to the notebook where the course shows the idea.
 #
-# **In CUDA and in labkit**
+# **In CUDA, in cuda.core and in labkit**
 #
-# | idea | raw CUDA | labkit |
-# | --- | --- | --- |
-# | [capture](02_stream_capture.ipynb) | `cudaStreamBeginCapture` … `EndCapture`, `cudaGraphInstantiate`, `cudaGraphLaunch` | `labkit.capture(stream)`, `.instantiate()`, `.launch(stream)` |
-# | [static buffers](05_graph_update.ipynb) | kernel arguments are addresses, frozen at capture: copy new data into the same buffers | `labkit.graphed`'s `static_inputs` / `static_outputs`; the decoder's `pos` and `tok` ([07](07_capstone_decode.ipynb)) |
-# | [memory pool](09_when_graphs_go_wrong.ipynb) | graph allocation nodes (`cudaMallocAsync` in a capture), or memory allocated before | preallocated buffers, allocated once at capture (section 2) |
-# | [per-shape graphs and padding](05_graph_update.ipynb) | one executable per shape | `labkit.GraphCache`; notebook 05's buckets |
-# | [updates](05_graph_update.ipynb) | `cudaGraphExecUpdate`, `cudaGraphExecKernelNodeSetParams` | `GraphExec.update`, `set_kernel_args`, `KernelNode` |
-# | [the eager fallback](06_measuring.ipynb) | launch kernel by kernel | call the function itself |
-# | [piecewise graphs](07_capstone_decode.ipynb) (section 3 here) | several executables with eager launches between them | `frameworks.PiecewiseStep` (this notebook) |
-# | [conditional nodes](08_device_control_flow.ipynb) | `cudaGraphConditionalHandleCreate`, IF / WHILE / SWITCH nodes | `labkit.conditional_graph`, `set_condition` |
+# | idea | raw CUDA | cuda.core 1.2 | labkit |
+# | --- | --- | --- | --- |
+# | [capture](02_stream_capture.ipynb) | `cudaStreamBeginCapture` … `EndCapture`, `cudaGraphInstantiate`, `cudaGraphLaunch` | `b = stream.create_graph_builder()`, `b.begin_building()` … `b.end_building()`, `g = b.complete()`, `g.launch(stream)` | `labkit.capture(stream)`, `.instantiate()`, `.launch(stream)` |
+# | [static buffers](05_graph_update.ipynb) | kernel arguments are addresses, frozen at capture: copy new data into the same buffers | the same (`Buffer`s kept alive by you) | `labkit.graphed`'s `static_inputs` / `static_outputs`; the decoder's `pos` and `tok` ([07](07_capstone_decode.ipynb)) |
+# | [memory pool](09_when_graphs_go_wrong.ipynb) | graph allocation nodes (`cudaMallocAsync` in a capture), or memory allocated before | `GraphMemoryResource` (allocations inside a graph) | preallocated buffers, allocated once at capture (section 2) |
+# | [per-shape graphs and padding](05_graph_update.ipynb) | one executable per shape | — | `labkit.GraphCache`; notebook 05's buckets |
+# | [updates](05_graph_update.ipynb) | `cudaGraphExecUpdate`, `cudaGraphExecKernelNodeSetParams` | `g.update(builder)`; a node through `g[node]` (an `ExecutableKernelNode`) | `GraphExec.update`, `set_kernel_args`, `KernelNode` |
+# | [the eager fallback](06_measuring.ipynb) | launch kernel by kernel | `launch(stream, config, kernel, *args)` | call the function itself |
+# | [piecewise graphs](07_capstone_decode.ipynb) (section 3 here) | several executables with eager launches between them | — | `frameworks.PiecewiseStep` (this notebook) |
+# | [conditional nodes](08_device_control_flow.ipynb) | `cudaGraphConditionalHandleCreate`, IF / WHILE / SWITCH nodes | `b.create_condition()`, `b.if_then`, `b.if_else`, `b.switch`, `b.while_loop` | `labkit.conditional_graph`, `set_condition` |
 #
 # **In PyTorch and vLLM** (the same rows)
 #
