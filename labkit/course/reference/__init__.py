@@ -4,30 +4,67 @@ The figures live as data, ``labkit/course/reference/nbNN.json``, one file per no
 
     {"gpu": "NVIDIA H200",
      "source": "what produced them (a labkit command and its JSON key), for maintainers",
-     "figures": [{"label": "eager launch, per kernel", "value": 16.0, "unit": "µs"}, ...],
+     "figures": [{"label": "eager launch, per kernel", "value": 16.0, "unit": "µs"},
+                 {"label": "graph replay, per kernel", "from": "h200-bench.json#graph_us_per_kernel",
+                  "unit": "µs"}, ...],
      "text": "one optional sentence on how to read them"}
 
-`note("01")` renders that file as the notebook's one reference note, so a figure is typed
-once, never in prose. The note names the GPU; dates and run counts stay out of it (they belong
+A figure the GPU's calibration files hold (``labkit/calibration/``) is not typed again: its
+``"from"`` names the file and the key path (dots between keys), and `load` reads the value
+there. A figure from elsewhere (a C++ program, a framework) carries its ``"value"``.
+`note("01")` renders the file as the notebook's one reference note, so a figure is typed once,
+never in prose. The note names the GPU; dates and run counts stay out of it (they belong
 to the maintainers' measurements document).
 """
 from __future__ import annotations
 
 import html
 import json
+from functools import cache
 from importlib import resources
+
+from labkit._calibration import DIR as CALIBRATION_DIR
 
 __all__ = ["note", "load", "figure"]
 
 
+@cache
+def _calibration_file(name: str) -> dict:
+    return json.loads((CALIBRATION_DIR / name).read_text(encoding="utf-8"))
+
+
+def resolve(source: str) -> float:
+    """The value at ``"file.json#key.path"`` in ``labkit/calibration/``.
+
+    Raises
+    ------
+    KeyError
+        Naming the file and the key that is missing there.
+    """
+    name, _, keys = source.partition("#")
+    if not (CALIBRATION_DIR / name).is_file():
+        raise KeyError(f"{source!r}: labkit/calibration/ has no {name}")
+    value = _calibration_file(name)
+    for key in keys.split("."):
+        if not isinstance(value, dict) or key not in value:
+            raise KeyError(f"{source!r}: labkit/calibration/{name} has no {keys!r} (no {key!r})")
+        value = value[key]
+    return value
+
+
 def load(notebook: str) -> dict:
-    """The reference data of notebook ``notebook`` ("01", "07" …) as a dict."""
+    """The reference data of notebook ``notebook`` ("01", "07" …) as a dict, each ``"from"``
+    replaced by the value it names."""
     name = f"nb{notebook}.json"
     path = resources.files(__package__) / name
     if not path.is_file():
         raise FileNotFoundError(f"no reference figures for notebook {notebook}: "
                                 f"add labkit/course/reference/{name}")
-    return json.loads(path.read_text(encoding="utf-8"))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for row in data["figures"]:
+        if "from" in row:
+            row["value"] = resolve(row["from"])
+    return data
 
 
 def figure(notebook: str, label: str) -> float:
