@@ -19,7 +19,6 @@ from functools import lru_cache
 from pathlib import Path
 
 import jsonschema
-import numpy as np
 
 DIR = Path(__file__).with_name("calibration")
 DEFAULT = DIR / "h200.json"
@@ -91,25 +90,14 @@ def profile() -> str | None:
     return name
 
 
-def jitter():
-    """A what-if profile's extra host noise as a function cost_us -> cost_us, or None."""
-    spec = load().get("profile", {}).get("jitter")
-    if not spec:
-        return None
-    rng = np.random.default_rng(spec["seed"])
-    every, spike, sigma = spec["spike_every"], spec["spike_us"], spec["sigma"]
-
-    def noisy(cost_us: float) -> float:
-        out = cost_us * float(rng.lognormal(-sigma * sigma / 2, sigma))
-        return out + spike if rng.integers(every) == 0 else out
-    return noisy
-
-
 def params() -> dict[str, float]:
     """The cost model's figures: name -> the value the simulator charges."""
     return {name: float(v["value"]) for name, v in load()["params"].items()}
 
 
 def host_noise() -> dict:
-    """The calibration's ``host_noise``: warm-up, stretch speeds and call jitter (see the schema)."""
-    return load()["host_noise"]
+    """The calibration's ``host_noise``: warm-up, stretch speeds and call jitter (see the schema),
+    with the what-if profile's ``host_noise`` entries in place of the calibration's (the
+    noisy-host profile's call jitter and spikes): one model of a host's noise."""
+    data = load()
+    return {**data["host_noise"], **data.get("profile", {}).get("host_noise", {})}

@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-from .._calibration import host_noise as _host_noise, jitter as _jitter, load, params as _params
+from .._calibration import host_noise as _host_noise, load, params as _params
 from .._span import Span
 from . import _engine
 
@@ -141,7 +141,6 @@ def _from_env() -> HostNoise | None:
 _state = {"host": 0.0, "cpu": 0.0}
 _trace: list | None = None
 _P = None
-_noise = False   # False: not looked up yet; None: no what-if noise
 _host: HostNoise | None | bool = False     # False: not looked up yet; None: a steady host
 
 
@@ -155,8 +154,8 @@ def host() -> HostNoise | None:
 
 def reset_noise() -> None:
     """Read ``LABKIT_SIM_NOISE`` and ``LABKIT_SIM_SEED`` again: a fresh, reseeded host."""
-    global _host, _noise
-    _host, _noise = False, False
+    global _host
+    _host = False
 
 
 def first_use(kind: str, key) -> float:
@@ -166,15 +165,12 @@ def first_use(kind: str, key) -> float:
 
 
 def _noisy(cost_us: float) -> tuple[float, float]:
-    """A host cost as this host and the noisy-host what-if profile perturb it: (cost, spike µs)."""
-    global _noise
+    """A host cost as this host perturbs it (the what-if profile's noise included): (cost,
+    spike µs)."""
     h = host()
-    spike = 0.0
-    if h is not None:
-        cost_us, spike = h.cost(cost_us, _state["host"])
-    if _noise is False:
-        _noise = _jitter()
-    return (cost_us if _noise is None else _noise(cost_us)), spike
+    if h is None:
+        return cost_us, 0.0
+    return h.cost(cost_us, _state["host"])
 
 
 def P(name: str) -> float:

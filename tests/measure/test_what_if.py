@@ -42,12 +42,17 @@ def test_an_unknown_profile_names_the_known_ones(monkeypatch):
         _calibration.profile()
 
 
-def test_noisy_host_is_seeded_and_varies(monkeypatch):
+def test_noisy_host_is_the_one_host_model_with_its_jitter_and_spikes_seeded(monkeypatch):
+    from labkit.sim.clock import HostNoise
     monkeypatch.setenv("LABKIT_SIM_PROFILE", "noisy-host")
     _calibration.load.cache_clear()
     try:
-        f, g = _calibration.jitter(), _calibration.jitter()
-        xs, ys = [f(10.0) for _ in range(400)], [g(10.0) for _ in range(400)]
+        spec = _calibration.host_noise()
     finally:
         _calibration.load.cache_clear()
-    assert xs == ys and len(set(xs)) > 300 and max(xs) > 200
+    assert spec["spikes"]["per_call"] == 0.005 and spec["call_ratio"]["ratios"][0] < 0.5
+    assert "warmup_us" in spec and "speed_ratios" in spec        # the calibration's own, kept
+    f, g = HostNoise(spec, seed=7), HostNoise(spec, seed=7)
+    xs = [sum(f.call()) for _ in range(4000)]
+    assert xs == [sum(g.call()) for _ in range(4000)]               # seeded
+    assert len(set(xs)) > 3000 and max(xs) > 200                   # varies, with spikes
