@@ -1,8 +1,9 @@
 """Notebook 12's exercise check accepts switching the logging kernel off and on in the
 executable and rejects each plausible wrong answer (one test per wrong answer)."""
 import labkit
+import numpy as np
 import pytest
-from labkit import rt
+from labkit import check, rt
 
 from labkit.course import new_in_13 as nc
 from labkit.course.exercises import nb12
@@ -44,6 +45,40 @@ def toggles(ex, graph, on):                         # flips the state it finds
     rt.cudaGraphNodeSetEnabled(ex.handle, node, 0 if now else 1)
 
 
+def _other_graphs_log_node():
+    """The logging node of another graph made as section 1's was (the notebook's `log_node`)."""
+    s = labkit.Stream()
+    x, log = labkit.to_device(np.zeros(1024, np.float32)), labkit.to_device(np.zeros(1, np.float32))
+    with labkit.capture(s) as cap:
+        nc.model_step[4, 256, s](x)
+        nc.log_step[1, 32, s](x, log, nc.LOG_ITERS)
+        nc.model_step[4, 256, s](x)
+    _other_graphs_log_node.kept = (cap.graph, x, log)
+    return _log_node(cap.graph)
+
+
+def notebook_node(ex, graph, on):                   # section 2's log_node, another graph's node
+    rt.cudaGraphNodeSetEnabled(ex.handle, notebook_node.node, int(on))
+
+
+def local_id_unchecked(ex, graph, on):              # the DOT print's ID passed as the node
+    row = next(r for r in nc.node_ids(graph) if r["kernel"] == "log_step")
+    rt.cudaGraphNodeSetEnabled(ex.handle, row["local_id"], int(on))
+
+
+def local_id_checked(ex, graph, on):                # the same, its error code checked
+    row = next(r for r in nc.node_ids(graph) if r["kernel"] == "log_step")
+    check(rt.cudaGraphNodeSetEnabled(ex.handle, row["local_id"], int(on)))
+
+
+def on_the_graph(ex, graph, on):                    # the graph's handle where the call takes ex
+    rt.cudaGraphNodeSetEnabled(graph.handle, _log_node(graph), int(on))
+
+
+def inverted(ex, graph, on):                        # on=False read as "enabled"
+    rt.cudaGraphNodeSetEnabled(ex.handle, _log_node(graph), int(not on))
+
+
 @pytest.fixture
 def stream():
     return labkit.Stream()
@@ -82,3 +117,20 @@ def test_the_check_rejects_a_toggle(stream):
 def test_the_check_refuses_what_is_not_a_function(stream):
     with pytest.raises(TypeError, match=r"^set_logging must be a function"):
         nb12.check_logging_switch(None, stream)
+
+
+@pytest.mark.parametrize("answer", [local_id_unchecked, on_the_graph, inverted, "notebook_node"])
+def test_the_check_says_what_to_look_at_when_the_call_changed_nothing(stream, answer):
+    if answer == "notebook_node":
+        notebook_node.node = _other_graphs_log_node()
+        answer = notebook_node
+    with pytest.raises(AssertionError, match=r"^with logging off, the log still grew") as got:
+        nb12.check_logging_switch(answer, stream)
+    message = str(got.value)
+    assert "error code" in message and "handle" in message and "on=False" in message
+
+
+def test_the_check_turns_a_cuda_error_of_the_answer_into_a_hint(stream):
+    with pytest.raises(AssertionError,
+                       match=r"^set_logging\(ex, graph, False\) failed: cudaErrorInvalidValue"):
+        nb12.check_logging_switch(local_id_checked, stream)

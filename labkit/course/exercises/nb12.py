@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._capture import capture
-from ..._errors import check
+from ..._errors import CudaError, check
 from ..._kernel import to_device
 from ...backends import rt
 from ..new_in_13 import LOG_ITERS, log_step, model_step, nodes_of
@@ -29,6 +29,18 @@ def _run(ex, stream, x, log):
     return x.copy_to_host() - before_x, float(log.copy_to_host()[0] - before_log)
 
 
+def _switch(set_logging, ex, graph, on):
+    """Call the answer; a CUDA error it raises becomes a hint about what the call was given."""
+    try:
+        set_logging(ex, graph, on)
+    except CudaError as e:
+        raise AssertionError(
+            f"set_logging(ex, graph, {on}) failed: {e.name}. The call that switches a node "
+            "takes the executable, and the node as a handle from the graph the executable was "
+            "made from: an ID number from the DOT print, or a node of another graph, is not "
+            "one") from None
+
+
 def check_logging_switch(set_logging, stream) -> dict:
     """Check ``set_logging(ex, graph, on)``: it must switch the logging kernel of executable
     ``ex`` (made from ``graph``: a step, the logging kernel, a step) off (``on=False``) or on
@@ -47,7 +59,7 @@ def check_logging_switch(set_logging, stream) -> dict:
     out = {}
     try:
         _, out["on at first"] = _run(ex, stream, x, log)
-        set_logging(ex, graph, False)
+        _switch(set_logging, ex, graph, False)
         if len(nodes_of(graph)) != count:
             raise AssertionError(
                 "the graph lost a node. The executable was made from the graph before: what "
@@ -64,14 +76,18 @@ def check_logging_switch(set_logging, stream) -> dict:
         if out["off"] != 0.0:
             raise AssertionError(
                 "with logging off, the log still grew: the executable you were given still runs "
-                "the logging kernel (a new executable, or a changed graph, leaves it as it was)")
-        set_logging(ex, graph, False)
+                "the logging kernel. A CUDA call that fails returns an error code and changes "
+                "nothing, so wrap yours in check(...) to see it. Is it given `ex` itself (a new "
+                "executable, or the graph, leaves `ex` as it was), the node as a handle of a "
+                "node of `graph` (not an ID number, not a node of another graph), and does "
+                "on=False mean off?")
+        _switch(set_logging, ex, graph, False)
         _, twice = _run(ex, stream, x, log)
         if twice != 0.0:
             raise AssertionError(
                 "switching logging off a second time turned it back on: set the state asked "
                 "for (on), rather than flipping the one there is")
-        set_logging(ex, graph, True)
+        _switch(set_logging, ex, graph, True)
         step, out["on again"] = _run(ex, stream, x, log)
         if out["on again"] == 0.0:
             raise AssertionError("after set_logging(ex, graph, True) the log did not grow: "
