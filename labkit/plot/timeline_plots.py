@@ -213,6 +213,27 @@ def _label_wide_spans(ax, row_spans, y: float, origin: float, extent: float,
                 va="center", fontsize=8, color="white", clip_on=True)
 
 
+def _fit_labels(ax, labels) -> None:
+    """Cut each slice name to what fits its slice, ending in "…" where cut, as Perfetto writes
+    names; a slice with no room for two characters and the "…" gets none. ``labels``: (text,
+    name, slice width in µs). Measured after one draw, once the layout has sized the axes."""
+    if not labels:
+        return
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    x0 = ax.transData.transform((0, 0))[0]
+    for text, name, width_us in labels:
+        room = ax.transData.transform((width_us, 0))[0] - x0 - 4    # a little margin
+        keep = len(name)
+        text.set_text(name)
+        while text.get_window_extent(renderer).width > room and keep > 2:
+            keep -= 1
+            text.set_text(name[:keep] + "…")
+        if text.get_window_extent(renderer).width > room:
+            text.set_text("")
+
+
 def trace_file(trace, title: str = "A trace file", ax=None, provenance: str | None = None,
                max_labels: int = 12):
     """Draw a Chrome trace-event file as Perfetto's timeline lays it out, from the file alone.
@@ -243,7 +264,7 @@ def trace_file(trace, title: str = "A trace file", ax=None, provenance: str | No
     levels = [1 + max(s[2] for s in t.slices) for t in found]
     with style():
         ax = _axes.new_axes(ax, (11, 1.4 + 0.45 * (sum(levels) + len(found))))
-        y, ticks, labels, kinds, process = 0.0, [], [], [], None
+        y, ticks, labels, kinds, process, named = 0.0, [], [], [], None, []
         for track, depth in zip(found, levels):
             if track.process != process:    # Perfetto's process header above its threads
                 process = track.process
@@ -265,8 +286,9 @@ def trace_file(trace, title: str = "A trace file", ax=None, provenance: str | No
             wide = sorted((s for s in track.slices if (s[1] - s[0]) / 1e3 >= 0.06 * extent),
                           key=lambda s: s[0] - s[1])[:max_labels]
             for s in wide:
-                ax.text(((s[0] + s[1]) / 2 - origin) / 1e3, y + s[2], s[3], ha="center",
-                        va="center", fontsize=7, color="white", clip_on=True)
+                text = ax.text(((s[0] + s[1]) / 2 - origin) / 1e3, y + s[2], s[3], ha="center",
+                               va="center", fontsize=7, color="white", clip_on=True)
+                named.append((text, s[3], (s[1] - s[0]) / 1e3))
             ax.axhline(y + depth - 0.5, color="#cccccc", linewidth=0.6)
             y += depth
         ax.set_yticks(ticks, labels)
@@ -277,4 +299,6 @@ def trace_file(trace, title: str = "A trace file", ax=None, provenance: str | No
                       "trace: not a Perfetto screenshot")
         ax.legend(handles=[Line2D([], [], color=KIND_COLORS[k], lw=8, label=k) for k in kinds],
                   loc="upper left", bbox_to_anchor=(1.0, 1.0))
-        return _axes.finish(ax, title, provenance, grid_axis="x")
+        ax = _axes.finish(ax, title, provenance, grid_axis="x")
+        _fit_labels(ax, named)
+        return ax

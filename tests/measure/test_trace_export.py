@@ -275,3 +275,29 @@ def test_the_drawing_has_a_track_per_thread_and_says_it_is_not_a_perfetto_screen
         assert "not a Perfetto screenshot" in ax.get_xlabel()
     finally:
         plt.close(ax.figure)
+
+
+def test_the_drawing_writes_no_slice_name_wider_than_its_slice():
+    tl, s = _piecewise_token_timeline()
+    trace = chrome_trace(tl, {s: "work"})
+    ax = plot.trace_file(trace, title="t")
+    try:
+        fig = ax.figure
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        names = {sl[3] for t in tracks(trace) for sl in t.slices}
+        written = [t for t in ax.texts if t.get_text().rstrip("…") and t.get_clip_on()
+                   and (t.get_text() in names or t.get_text().endswith("…"))]
+        assert written, "some slice names are written"
+        x0, _ = ax.transData.transform((0, 0))
+        for t in written:
+            box = t.get_window_extent(renderer)
+            # the text's slice: the widest one whose centre is the text's x
+            cx = t.get_position()[0]
+            width = max((sl[1] - sl[0]) / 1e3 for tr in tracks(trace) for sl in tr.slices
+                        if abs(((sl[0] + sl[1]) / 2 - min(q[0] for r in tracks(trace)
+                                                          for q in r.slices)) / 1e3 - cx) < 1e-6)
+            px = ax.transData.transform((width, 0))[0] - x0
+            assert box.width <= px, f"{t.get_text()!r} is {box.width:.0f} px in a {px:.0f} px slice"
+    finally:
+        plt.close(ax.figure)
