@@ -371,7 +371,7 @@ else:
 # | a host sync: `torch.cuda.synchronize()`, `.item()`, `.cpu()`, `.tolist()`, printing a GPU value | the host waits for the GPU in the middle of the step; inside a capture the wait is refused (error 900) and the capture is invalidated | PyTorch's `torch.compile` breaks the compiled graph at `.item()` (a *graph break*) and graphs the pieces; `torch.cuda.set_sync_debug_mode("warn")` reports each sync |
 # | a branch on a GPU value: `if x.max() > t:` | the branch needs the value on the host, so it needs a sync, and a graph records only the branch taken at capture | a graph break; or `torch.cond`, which keeps both branches and decides on the GPU ([08](08_device_control_flow.ipynb)) |
 # | a new shape | launch shapes are frozen into the graph | another graph per shape, or padding to a captured size ([05](05_graph_update.ipynb)) |
-# | an operation that cannot run in a graph (CPU work, some attention kernels, a collective) | it runs on the host, or launches work whose parameters change every step | Inductor's graph partition and vLLM's `splitting_ops` leave it out and graph the pieces around it; llama.cpp runs the whole ggml graph eagerly |
+# | an operation that cannot run in a graph (CPU work, some attention kernels, a library call that does not support capture) | it runs on the host, or launches work whose parameters change every step | Inductor's graph partition and vLLM's `splitting_ops` leave it out and graph the pieces around it; llama.cpp runs the whole ggml graph eagerly |
 #
 # The course's toy version: a step adds one to `x`, then, if `x[0]` has grown past a threshold,
 # halves every element, else adds one again. Written as a host decision, it waits for the GPU

@@ -14,6 +14,8 @@
 # CUDA 13.3 can capture again into a graph you already have. Each section here takes one of
 # these features: the idea, the CUDA version and the page of CUDA's documentation that has it,
 # the smallest demo on the simulator (or your GPU), one figure where it helps, and one takeaway.
+# A few of them are older than 12.3 (switching nodes off, node priorities, device launch, memory
+# pools); each section names its version.
 #
 # **Prerequisites:** notebooks 02 (capture), 03 (instantiate, the explicit API), 04 (branches of
 # a graph) and 05 (updating an executable).
@@ -57,8 +59,8 @@ stream = labkit.Stream()
 # (CUDA Runtime API, *Graph Management*: `cudaGraphDebugDotPrint`, `cudaGraphGetId`,
 # `cudaGraphNodeGetLocalId`, `cudaGraphNodeGetToolsId`.)
 #
-# The graph here is a model step, a slow debugging kernel that logs a checksum, and another
-# step:
+# The graph here is a model step (`nc.model_step`, whose kernel is named `add_one`), a slow
+# debugging kernel that logs a checksum (`log_step`), and another step:
 
 # %%
 x = labkit.to_device(np.zeros(1024, np.float32))
@@ -238,6 +240,9 @@ print({k: f"{v:+.2f} µs" for k, v in gaps.items()}, "(negative: the kernels ove
 claims.pdl_closes_the_gap(gaps["plain edge"], gaps["programmatic edge"])
 
 # %% [markdown]
+# In the programmatic run the second kernel is drawn on a row of its own, "graph, branch 1",
+# only because it overlaps the first: it is the same chain of two nodes, not a second branch.
+#
 # The catch: the second kernel starts before the first has finished, so nothing guarantees it
 # sees the first's writes. CUDA kernels wait for them with `cudaGridDependencySynchronize()`
 # where they need them; a numba kernel cannot call it. So with numba a programmatic edge is
@@ -391,8 +396,8 @@ except labkit.CudaError as e:
 # Two things matter for graphs. A pool keeps freed memory for the next allocation, and gives
 # what it holds past its *release threshold* (`cudaMemPoolAttrReleaseThreshold`, default 0)
 # back at the next synchronize. And `cudaMallocFromPoolAsync` in a capture does not allocate
-# from the pool: it makes an allocation node, whose memory "is owned by the graph instead of the
-# memory pool" (`cudaMallocFromPoolAsync`'s documentation); the pool only lends its properties.
+# from the pool: it makes an allocation node, and its documentation says the memory then belongs
+# to the graph, not to the pool; the pool only lends its properties.
 # Watch both in the pool's and the device's graph-memory counters:
 
 # %%
@@ -410,8 +415,8 @@ def counters(when):
     held = int(check(rt.cudaMemPoolGetAttribute(pool, A.cudaMemPoolAttrReservedMemCurrent)))
     graph = int(check(rt.cudaDeviceGetGraphMemAttribute(
         0, rt.cudaGraphMemAttributeType.cudaGraphMemAttrReservedMemCurrent)))
-    print(f"{when:<44} pool used {used / MB:5.1f} MB  reserved {held / MB:5.1f} MB"
-          f"   graph memory reserved {graph / MB:5.1f} MB")
+    print(f"{when:<37} pool: used {used / MB:4.1f} MB, reserved {held / MB:4.1f} MB"
+          f" | graph: {graph / MB:4.1f} MB")
 
 
 def step(s):
@@ -427,7 +432,7 @@ for threshold in (0, 64 * MB):
     step(stream)
     counters(f"threshold {threshold // MB:>2} MB, during a step")
     stream.synchronize()
-    counters(f"threshold {threshold // MB:>2} MB, after a synchronize")
+    counters(f"threshold {threshold // MB:>2} MB, after synchronize")
 
 with labkit.capture(stream) as cap:
     step(stream)
@@ -442,6 +447,9 @@ cap.graph.close()
 check(rt.cudaMemPoolDestroy(pool))
 
 # %% [markdown]
+# After the launch the pool's 8 MB reserved is still what the 64 MB threshold kept from the
+# eager step; its used count stays at 0 while the graph's allocation lives.
+#
 # Keep: with a release threshold a pool keeps its memory across synchronizes, so the next
 # step's allocation is a reuse, not a new one; in a capture the same call makes an allocation
 # node, and its memory is the graph's (counted by `cudaDeviceGetGraphMemAttribute`, kept for
@@ -451,13 +459,17 @@ check(rt.cudaMemPoolDestroy(pool))
 # %% [markdown]
 # ## 8. The same in cuda.core
 #
-# cuda.core 1.2 has Python names for all of the above: `GraphBuilder` captures a stream,
+# cuda.core 1.2 has Python names for most of the above: `GraphBuilder` captures a stream,
 # `GraphDefinition` builds a graph node by node, and `graph[node]` is a node of an executable,
-# to update or to switch off. (cuda.core documentation, `cuda.core.graph`.)
+# to update or to switch off. `GraphCompleteOptions(use_node_priority=True)` and
+# `device_launch=True` are the instantiate flags of sections 3 and 6, `DeviceMemoryResource` is a
+# memory pool (its `attributes.release_threshold`), and `GraphMemoryResource` allocates inside a
+# graph. Recapture (section 5), the node IDs (section 1) and setting a node's priority have no
+# cuda.core name in 1.2. (cuda.core documentation, `cuda.core.graph`.)
 
 # %%
 for core, raw in nc.cuda_core_names():
-    print(f"{core:<80} {raw}")
+    print(f"{core}\n    CUDA: {raw}")
 
 # %% [markdown]
 # cuda.core drives the driver itself, so it needs a GPU. On one, this cell builds a memset node
@@ -495,7 +507,8 @@ print("simulator: cuda.core needs a GPU; the table above is what it would call" 
 # of `ex` must run the model's steps but not the logging kernel; after
 # `set_logging(ex, graph, True)`, the logging kernel again. Change `ex` itself: the check keeps
 # using the executable it gave you. Find the logging node by its kernel's name
-# (`nc.kernel_name`) or by its ID in the DOT print. The starter does nothing yet.
+# (`nc.kernel_name`) or by its local ID in the DOT print (an ID names a node; the call wants the
+# node itself, from `nc.nodes_of(graph)`). The starter does nothing yet.
 
 # %% tags=["starter"]
 from labkit.course.exercises import nb12
