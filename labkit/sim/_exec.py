@@ -188,8 +188,9 @@ def _priority(x, payload) -> int:
 
 def _release(d, port, starts, ends, gap):
     """When dependency ``d`` lets its dependent start: after its end and the node gap; over a
-    programmatic edge (PDL) before its end, overlapping its tail by ``pdl_overlap_us`` (the
-    dependent's launch is already done, so no gap); over a launch-completion edge, once it has
+    programmatic edge (PDL) at its end with no gap (the dependent's launch is already done; its
+    port activates once every block has triggered or exited, and a numba kernel never triggers,
+    so ``pdl_overlap_us`` is 0 in the calibration); over a launch-completion edge, once it has
     started."""
     if port == int(_cr.cudaGraphKernelNodePortProgrammatic):
         return max(starts[d], ends[d] - P("pdl_overlap_us"))

@@ -137,8 +137,8 @@ def _programmatic_primary(s):
     secondary may launch once every block of the primary has called
     ``cudaTriggerProgrammaticLaunchCompletion`` or, without the trigger (a numba kernel has
     none), exited; before the primary's writes are flushed. The model starts it
-    ``pdl_overlap_us`` before the primary's end (a labelled parameter, as for a programmatic
-    graph edge), never before the primary's start."""
+    ``pdl_overlap_us`` before the primary's end (0 in the calibration: numba kernels never
+    trigger, so no earlier than their last block's exit), never before the primary's start."""
     last = s.last_kernel
     if last is None or last[0].end != s.ready_us or s.vc.get(id(s)) != last[2]:
         return None

@@ -32,8 +32,9 @@ What it does not do, and says so loudly:
 * programmatic dependent launch is modelled, not measured: over a graph's programmatic edge,
   or launched with programmatic stream serialization after a kernel in its stream (labkit's
   hook for ``cuLaunchKernelEx``, `labkit.sim._hooks.launch`; cuda-bindings' runtime has no
-  ``cudaLaunchKernelEx``), a kernel starts ``pdl_overlap_us`` before its predecessor's end (a
-  labelled model parameter);
+  ``cudaLaunchKernelEx``), a kernel starts ``pdl_overlap_us`` before its predecessor's end, 0
+  by CUDA's rule for kernels that never trigger early (numba's): the launch gap goes, the
+  kernels do not overlap; nothing orders the predecessor's writes before it (a race);
 * stream priorities: ``cudaStreamCreateWithPriority`` keeps one, and kernels captured from the
   stream take it as their node's priority; between streams the clock does not use it;
 * launching a graph from the device (numba kernels cannot call ``cudaGraphLaunch``); the

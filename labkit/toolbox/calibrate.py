@@ -59,12 +59,15 @@ def _fig(values, over: str = "rounds", source: str | None = None) -> dict:
                        "median": st.median, "p90": st.percentile(90)}}
 
 
-PDL_OVERLAP_US = 1.0
-PDL_SOURCE = ("a model parameter, not measured: how long before its predecessor's end a "
-              "kernel behind a programmatic edge (PDL) starts, its launch and prologue "
-              "overlapping the predecessor's last blocks; numba kernels cannot trigger early, "
-              "so the overlap is the tail only. To be measured: a PDL pair's start-to-end gap "
-              "in a CUPTI trace")
+PDL_OVERLAP_US = 0.0
+PDL_SOURCE = ("0 by CUDA's rule, not measured: a programmatic edge's port "
+              '(cudaGraphKernelNodePortProgrammatic) activates when every block of the first kernel'
+              " has called cudaTriggerProgrammaticLaunchCompletion or exited (cuda-bindings' "
+              'GraphKernelNodePort; CUDA Programming Guide, Programmatic Dependent Launch). numba '
+              "kernels cannot trigger, so the second starts no earlier than the first's last "
+              "block's exit: no overlap; what PDL removes is the launch gap between them. A kernel "
+              'that triggers early would start sooner; `python -m labkit bench --pdl` measures the '
+              'saving per edge')
 
 
 def _v(value, source: str, **extra) -> dict:

@@ -5,10 +5,11 @@
 of the same chain of K kernels, one per buffer, joined by plain edges in one and by programmatic
 edges (``cudaGraphKernelNodePortProgrammatic``) in the other, launched alternately and timed
 with events around each launch. The saving per edge is (plain - programmatic) / (K - 1). On a GPU
-it is measured; on the simulator it is the model's ``pdl_overlap_us``, which this measurement
-calibrates. numba kernels neither trigger early nor wait for their predecessor (they have no
-``griddepcontrol`` instruction), so the chain's kernels write separate buffers: an early start
-races with nothing.
+it is measured; on the simulator it is the model's node gap (a programmatic edge releases its
+dependent at its predecessor's end, ``pdl_overlap_us`` = 0, as CUDA's rule gives for kernels
+that never trigger early). numba kernels neither trigger early nor wait for their predecessor
+(they have no ``griddepcontrol`` instruction), so the chain's kernels write separate buffers:
+a start before the predecessor's writes are flushed races with nothing.
 
 `capture_share`: labkit's share of a one-kernel capture, beside the bare calls, in one process.
 Five ways, interleaved, each timed on the host with ``time.perf_counter_ns`` (nothing waits for

@@ -24,8 +24,7 @@
 # - read a graph's DOT print and find a node in it by the IDs your code can ask for;
 # - switch a kernel off in an executable, and on again, without making a new one;
 # - give a latency-critical branch priority over background work;
-# - let a kernel start over its predecessor's tail with a programmatic edge, and say when that
-#   is wrong;
+# - close the gap between two kernels with a programmatic edge, and say when that is wrong;
 # - capture again into an existing graph, and say what that keeps that a new capture does not;
 # - say what a graph launchable from the device may contain;
 # - keep a pool's memory between steps, and say whose memory a captured allocation is;
@@ -192,20 +191,23 @@ claims.priority_puts_urgent_first(urgent_done_us(runs["stream priority"]),
 # the urgent branch stops waiting behind background work.
 
 # %% [markdown]
-# ## 4. Programmatic dependent launch: start over the predecessor's tail
+# ## 4. Programmatic dependent launch: no gap between two kernels
 #
 # Between two dependent kernels a GPU idles: the second is launched only once the first has
-# finished. With *programmatic dependent launch* (PDL), the second may be launched while the
-# first's last blocks still run, so its launch and set-up overlap the first's tail. In a graph
-# the dependency becomes a *programmatic edge*: `cudaGraphAddDependencies` with edge data whose
-# `from_port` is `cudaGraphKernelNodePortProgrammatic` (CUDA 12.3; PDL itself needs compute
-# capability 9.0). (CUDA Runtime API, `cudaGraphEdgeData` and `cudaGraphAddDependencies`; CUDA
-# Programming Guide, *Programmatic Dependent Launch and Synchronization*.) llama.cpp's CUDA
-# backend launches with PDL for exactly this gap.
+# finished. With *programmatic dependent launch* (PDL), the second is launched while the first
+# still runs, so it is ready to start the moment the first lets it. In a graph the dependency
+# becomes a *programmatic edge*: `cudaGraphAddDependencies` with edge data whose `from_port` is
+# `cudaGraphKernelNodePortProgrammatic` (CUDA 12.3; PDL itself needs compute capability 9.0).
+# That port opens once every block of the first kernel has called
+# `cudaTriggerProgrammaticLaunchCompletion()` or exited. (CUDA Runtime API, `cudaGraphEdgeData`
+# and `cudaGraphAddDependencies`; CUDA Programming Guide, *Programmatic Dependent Launch and
+# Synchronization*.) llama.cpp's CUDA backend launches with PDL for exactly this gap.
 #
-# How far the second kernel starts early is a labelled parameter of the simulator's model
-# (`pdl_overlap_us` in the calibration, not measured yet). Two kernels on separate buffers,
-# once with a plain edge and once with a programmatic one:
+# A numba kernel cannot call the trigger, so its dependent starts when its last block exits:
+# the gap goes, but the two never overlap. (A CUDA C++ kernel that triggers early lets the next
+# one start over its tail.) The simulator follows that rule; how much a GPU saves per edge is
+# measured by `python -m labkit bench --pdl`. Two kernels on separate buffers, once with a
+# plain edge and once with a programmatic one:
 
 # %%
 a = labkit.to_device(np.zeros(WIDE * 32, np.float32))
@@ -236,15 +238,12 @@ for label, programmatic in (("plain edge", False), ("programmatic edge", True)):
 
 plot.timelines([(pdl[k], f"12-4 {k}") for k in pdl], stream_names={stream: "graph"});
 gaps = {k: nc.kernel_spans(t)[1].start_us - nc.kernel_spans(t)[0].end_us for k, t in pdl.items()}
-print({k: f"{v:+.2f} µs" for k, v in gaps.items()}, "(negative: the kernels overlap)")
+print({k: f"{v:+.2f} µs" for k, v in gaps.items()}, "(the gap from the first kernel's end to the second's start)")
 claims.pdl_closes_the_gap(gaps["plain edge"], gaps["programmatic edge"])
 
 # %% [markdown]
-# In the programmatic run the second kernel is drawn on a row of its own, "graph, branch 1",
-# only because it overlaps the first: it is the same chain of two nodes, not a second branch.
-#
-# The catch: the second kernel starts before the first has finished, so nothing guarantees it
-# sees the first's writes. CUDA kernels wait for them with `cudaGridDependencySynchronize()`
+# The catch: the second kernel starts before the first's work is complete as CUDA counts it (its
+# writes flushed), so nothing guarantees it sees them. CUDA kernels wait for them with `cudaGridDependencySynchronize()`
 # where they need them; a numba kernel cannot call it. So with numba a programmatic edge is
 # right only when the second kernel does not read what the first writes. Here it does, and the
 # simulator's race report says so when the graph is instantiated (a GPU says nothing, and the
@@ -294,8 +293,8 @@ print(f"captured edge: from_port {edge.from_port} "
 cap.graph.close()
 
 # %% [markdown]
-# Keep: a programmatic edge lets the next kernel start over its predecessor's tail and shrinks
-# the gap between them; from Python a stream launch gets it only through the driver's
+# Keep: a programmatic edge lets the next kernel start the moment its predecessor lets it (for
+# a numba kernel, when its last block exits), so the gap between them goes; from Python a stream launch gets it only through the driver's
 # `cuLaunchKernelEx` (or cuda.core), not numba's launch. Without `cudaGridDependencySynchronize`
 # in the second kernel, use it only where the second does not read the first's output.
 
@@ -493,8 +492,9 @@ print("simulator: cuda.core needs a GPU; the table above is what it would call" 
 # - `cudaGraphNodeSetEnabled` switches kernel, memcpy and memset nodes off and on in an
 #   executable; a disabled node takes no time.
 # - Node priorities count with `cudaGraphInstantiateFlagUseNodePriority`, where kernels compete.
-# - A programmatic edge (PDL) lets a kernel start over its predecessor's tail; it must not read
-#   the predecessor's output unless it waits with `cudaGridDependencySynchronize`.
+# - A programmatic edge (PDL) lets a kernel start as soon as its predecessor's blocks have
+#   triggered or exited, with no gap; it must not read the predecessor's output unless it waits
+#   with `cudaGridDependencySynchronize`.
 # - `cudaStreamBeginRecaptureToGraph` (CUDA 13.3) captures again into a graph, keeping its nodes.
 # - A device-launchable graph holds kernels, device-visible copies, memsets and child graphs.
 # - A pool keeps freed memory up to its release threshold; captured, `cudaMallocFromPoolAsync`
