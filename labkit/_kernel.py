@@ -94,7 +94,7 @@ class Kernel:
         return PreparedLaunch(self, grid, block, stream, args, programmatic)
 
     def params(self, grid, block, *args) -> LaunchParams:
-        """Build ``self[grid, block](*args)``'s parameter block once: see `labkit.LaunchParams`."""
+        """Build ``self[grid, block](*args)``'s parameter block once: see `labkit._prepared.LaunchParams`."""
         return LaunchParams(self, grid, block, args)
 
     def simulate(self, grid, block, *args):

@@ -202,7 +202,7 @@ def cudaEventSynchronize(event):
         return (err,)
     # a cudaEventBlockingSync event lets the thread sleep instead of spinning; if it really
     # sleeps (the GPU is not done yet) it wakes blocking_sync_wake_us after the GPU is, and the
-    # wake-up costs the host blocking_sync_cpu_us (both measured: labkit.cli.decode_costs)
+    # wake-up costs the host blocking_sync_cpu_us (both measured: labkit.course.decode_costs)
     blocking = bool(e.flags & _cr.cudaEventBlockingSync)
     done_at = e.time_us or 0.0
     if blocking and done_at > _clock.host_us() + P("sync_us"):
