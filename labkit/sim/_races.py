@@ -41,6 +41,22 @@ class RaceWarning(UserWarning):
     """Two unordered GPU operations touch one buffer, at least one of them writing it."""
 
 
+def _format_warning(message, category, filename, lineno, line=None):
+    """A RaceWarning as a learner reads it: "RaceWarning (line 9): ...", without the notebook
+    kernel's temporary file name and the source line; other warnings as Python formats them."""
+    if not issubclass(category, RaceWarning):
+        return _python_format(message, category, filename, lineno, line)
+    cell = "ipykernel_" in filename or filename.startswith("<")
+    where = f"line {lineno}" if cell else f"{os.path.basename(filename)}, line {lineno}"
+    return f"RaceWarning ({where}): {message}\n"
+
+
+# the formatter Python had before labkit's (kept across a reload of this module)
+_python_format = getattr(warnings.formatwarning, "python_format", warnings.formatwarning)
+_format_warning.python_format = _python_format
+warnings.formatwarning = _format_warning
+
+
 class Race(NamedTuple):
     """A data race: ``first`` and ``second`` (op names) on ``first_row`` and ``second_row``
     (e.g. ``stream 0x1003``, ``graph node 2``), on ``buffer`` (an argument's name and address);
