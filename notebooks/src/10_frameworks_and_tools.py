@@ -13,7 +13,7 @@
 # 08 for the last row of the map.
 #
 # **You will learn to**
-# - map each idea of the course onto raw CUDA, labkit, PyTorch, vLLM and llama.cpp;
+# - map each idea of the course onto raw CUDA, cuda.core, labkit, PyTorch, vLLM and llama.cpp;
 # - use a graphed callable in the manner of PyTorch's `make_graphed_callables`, and avoid the bug
 #   every user of one meets once: its outputs are overwritten by the next call;
 # - measure a *piecewise* step (attention eager, the rest graphed) against the full graph and eager
