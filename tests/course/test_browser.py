@@ -69,6 +69,14 @@ def _isolated_env(tmp: Path) -> dict[str, str]:
     # The news prompt is a toast that can cover the page; nothing here may fetch news anyway.
     (labconfig / "page_config.json").write_text(json.dumps(
         {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
+    # A notebook opened before the server has listed its kernels asks which kernel to start (a
+    # "Select Kernel" dialog, seen in CI on the first notebook, which stayed after its accept):
+    # start the notebook's own kernel without asking, as JupyterLab's setting allows.
+    settings = tmp / "lab_settings"
+    tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text(json.dumps({"autoStartDefaultKernel": True}))
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(settings)
     return env
 
 
@@ -97,9 +105,10 @@ def jupyterlab(tmp_path_factory, browser_tools):
             if proc.poll() is not None:
                 pytest.fail(f"JupyterLab exited with {proc.returncode}:\n"
                             + (tmp_path / "jupyterlab.log").read_text()[-3000:])
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as r:
-                    if r.status == 200:
+            try:   # answering, and its kernels listed (a notebook opened before asks for one)
+                with urllib.request.urlopen(f"{base}/api/kernelspecs?token={token}",
+                                            timeout=2) as r:
+                    if r.status == 200 and "python3" in json.load(r).get("kernelspecs", {}):
                         break
             except OSError:
                 pass
