@@ -12,8 +12,10 @@ that never trigger early). numba kernels neither trigger early nor wait for thei
 a start before the predecessor's writes are flushed races with nothing.
 
 `capture_share`: labkit's share of a one-kernel capture, beside the bare calls, in one process.
-Five ways, interleaved, each timed on the host with ``time.perf_counter_ns`` (nothing waits for
-the GPU): the bare calls (``cudaStreamBeginCapture`` → numba's own launch →
+Five ways, interleaved, each timed with the backend's host clock, `labkit.host_us` (on a GPU
+``time.perf_counter``; on the simulator its calibrated model's clock, so there the figures are
+the model's, never the simulator's own Python time, and labkit's Python costs nothing there;
+nothing waits for the GPU): the bare calls (``cudaStreamBeginCapture`` → numba's own launch →
 ``cudaStreamEndCapture`` → ``cudaGraphDestroy``); the same with labkit's launch; the same inside
 numba's ``defer_cleanup`` (what labkit's capture adds first); ``labkit.capture`` around the
 launch; and an empty ``labkit.capture``. The differences place labkit's share.
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import gc
 import statistics
-import time
 
 import numpy as np
 
@@ -168,9 +169,9 @@ def capture_share(repeat: int = 200, rounds: int = 5) -> dict:
             for name in (list(ways) if r % 2 == 0 else list(reversed(ways))):
                 f, ts = ways[name], []
                 for _ in range(repeat):
-                    t0 = time.perf_counter_ns()
+                    t0 = labkit.host_us()
                     f()
-                    ts.append((time.perf_counter_ns() - t0) / 1000.0)
+                    ts.append(labkit.host_us() - t0)
                 per_round[name].append(statistics.median(ts))
             gc.collect()
     finally:
